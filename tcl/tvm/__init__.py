@@ -1,0 +1,1 @@
+"""TVM integration: the only part of tcl that imports tvm (networks, collection, tuning)."""
