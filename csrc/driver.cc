@@ -1,0 +1,181 @@
+#include "driver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "parsers.h"
+
+namespace tcl {
+namespace {
+
+constexpr size_t kChunkBytes = 1 << 18;
+
+struct Chunk {
+  int src;
+  const char* begin;
+  const char* end;
+  int64_t first_line;
+  Batch batch;
+  std::string error;  // first error under errors="raise"
+};
+
+// Calls fn(line_begin, line_end, line_number) for each line that holds a value (not blank, not #).
+template <class F>
+void for_each_line(const char* p, const char* end, int64_t line, F&& fn) {
+  while (p < end) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+    const char* e = nl ? nl : end;
+    const char* q = p;
+    while (q < e && (*q == ' ' || *q == '\t' || *q == '\r')) ++q;
+    if (q < e && *q != '#') {
+      if (!fn(q, e, line)) return;
+    }
+    ++line;
+    p = nl ? nl + 1 : end;
+  }
+}
+
+std::string where(const Source& s, int64_t line) {
+  return s.path + ":" + std::to_string(line) + ": ";
+}
+
+void cut_chunks(int src, std::string_view text, std::vector<Chunk>& out) {
+  const char* p = text.data();
+  const char* end = p + text.size();
+  int64_t line = 1;
+  while (p < end) {
+    const char* stop = std::min(end, p + kChunkBytes);
+    const char* nl = static_cast<const char*>(std::memchr(stop, '\n', static_cast<size_t>(end - stop)));
+    const char* e = (stop == end || !nl) ? end : nl + 1;
+    Chunk c{src, p, e, line, {}, {}};
+    out.push_back(std::move(c));
+    line += std::count(p, e, '\n');
+    p = e;
+  }
+}
+
+template <class F>
+void run_parallel(size_t n, int threads, F&& fn) {
+  size_t workers = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
+  if (workers <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < n; i = next++) fn(i);
+    });
+  for (auto& t : pool) t.join();
+}
+
+int resolve_threads(int threads) {
+  if (threads > 0) return threads;
+  unsigned hc = std::thread::hardware_concurrency();
+  return hc ? static_cast<int>(hc) : 1;
+}
+
+}  // namespace
+
+Batch featurize_sources(const std::vector<Source>& sources, OnError on_error, int threads) {
+  threads = resolve_threads(threads);
+  std::vector<std::vector<std::string>> workloads(sources.size());
+  Batch head;  // collects what is skipped while reading workload files
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!sources[i].metaschedule) continue;
+    std::string_view wtext = sources[i].workload_text;
+    for_each_line(wtext.data(), wtext.data() + wtext.size(), 1,
+                  [&](const char* b, const char* e, int64_t line) {
+                    try {
+                      Cursor c(b, e);
+                      std::string hash = parse_ms_workload(c);
+                      if (!c.at_end()) c.fail("trailing text after the workload");
+                      workloads[i].push_back(std::move(hash));
+                    } catch (const JsonError& err) {
+                      std::string msg = sources[i].workload_path + ":" + std::to_string(line) +
+                                        ": " + err.what();
+                      if (on_error == OnError::kRaise) throw FormatError(msg);
+                      ++head.skipped;
+                      if (head.errors.size() < kMaxErrors) head.errors.push_back(msg);
+                      workloads[i].emplace_back();  // keeps later indices aligned
+                    }
+                    return true;
+                  });
+  }
+  std::vector<Chunk> chunks;
+  for (size_t i = 0; i < sources.size(); ++i) cut_chunks(static_cast<int>(i), sources[i].text, chunks);
+
+  run_parallel(chunks.size(), threads, [&](size_t k) {
+    Chunk& ch = chunks[k];
+    const Source& s = sources[static_cast<size_t>(ch.src)];
+    const auto& wl = workloads[static_cast<size_t>(ch.src)];
+    for_each_line(ch.begin, ch.end, ch.first_line, [&](const char* b, const char* e, int64_t line) {
+      try {
+        Cursor c(b, e);
+        if (s.metaschedule) {
+          parse_ms_record(c, ch.batch, wl, ch.src, line);
+        } else {
+          parse_ansor_record(c, ch.batch, ch.src, line);
+        }
+        if (!c.at_end()) c.fail("trailing text after the record");
+      } catch (const JsonError& err) {
+        std::string msg = where(s, line) + err.what();
+        if (on_error == OnError::kRaise) {
+          ch.error = msg;
+          return false;
+        }
+        ++ch.batch.skipped;
+        if (ch.batch.errors.size() < kMaxErrors) ch.batch.errors.push_back(msg);
+      }
+      return true;
+    });
+  });
+  for (const Chunk& ch : chunks)
+    if (!ch.error.empty()) throw FormatError(ch.error);
+
+  Batch out = std::move(head);
+  for (Chunk& ch : chunks) out.append(std::move(ch.batch));
+  return out;
+}
+
+void featurize_traces(const std::vector<std::string_view>& traces, std::string_view args_info,
+                      float* seq, int32_t* length, float* workload, int threads) {
+  WorkloadStats shared;
+  if (!args_info.empty()) {
+    try {
+      Cursor c(args_info);
+      parse_args_info(c, shared);
+      if (!c.at_end()) c.fail("trailing text after args_info");
+    } catch (const JsonError& err) {
+      throw FormatError(std::string("args_info: ") + err.what());
+    }
+  }
+  const size_t block = static_cast<size_t>(kSeqLen) * row_dim();
+  std::vector<std::string> errors(traces.size());
+  run_parallel((traces.size() + 63) / 64, threads, [&](size_t k) {
+    size_t lo = k * 64, hi = std::min(traces.size(), lo + 64);
+    for (size_t i = lo; i < hi; ++i) {
+      float* rows = seq + i * block;
+      std::fill(rows, rows + block, 0.0f);
+      RowWriter w(rows);
+      WorkloadStats ws = shared;
+      try {
+        Cursor c(traces[i]);
+        parse_ms_trace(c, w, ws);
+        if (!c.at_end()) c.fail("trailing text after the trace");
+      } catch (const JsonError& err) {
+        errors[i] = "trace " + std::to_string(i) + ": " + err.what();
+        return;
+      }
+      length[i] = w.length();
+      ws.write(workload + i * kWorkloadDim, w.rows());
+    }
+  });
+  for (const auto& e : errors)
+    if (!e.empty()) throw FormatError(e);
+}
+
+}  // namespace tcl

@@ -1,0 +1,88 @@
+// A small, strict, allocation-free JSON reader: a cursor that walks the bytes of one value and lets
+// the caller pull the structure it expects. Records have a fixed layout, so pulling beats building a
+// DOM: no allocation per value, and a precise "expected X" error at the byte where the input went wrong.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace tcl {
+
+// What went wrong and where (byte offset into the text handed to the cursor).
+struct JsonError : std::runtime_error {
+  size_t offset;
+  JsonError(const std::string& what, size_t off) : std::runtime_error(what), offset(off) {}
+};
+
+class Cursor {
+ public:
+  Cursor(const char* begin, const char* end) : begin_(begin), p_(begin), end_(end) {}
+  explicit Cursor(std::string_view s) : Cursor(s.data(), s.data() + s.size()) {}
+
+  void skip_ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+  }
+  // Next non-space byte, or 0 at the end.
+  char peek() {
+    skip_ws();
+    return p_ < end_ ? *p_ : '\0';
+  }
+  bool consume(char c) {
+    if (peek() == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!consume(c)) fail(std::string("expected '") + c + "'");
+  }
+  bool at_end() { return peek() == '\0'; }
+
+  // Arrays: call begin_array(), then `while (next_item(first)) {...}` to visit the items.
+  void begin_array() { expect('['); }
+  bool next_item(bool& first) {
+    if (first) {
+      first = false;
+      if (consume(']')) return false;
+      return true;
+    }
+    if (consume(',')) return true;
+    expect(']');
+    return false;
+  }
+
+  double number();
+  int64_t integer();
+  bool is_number_start() {
+    char c = peek();
+    return c == '-' || (c >= '0' && c <= '9');
+  }
+  // Returns the string's content; escapes are decoded into `scratch` only when present.
+  std::string_view string(std::string& scratch);
+  // Skips one value of any kind; returns its raw text.
+  std::string_view skip_value();
+  bool null_literal();  // consumes `null` if it is next
+  bool boolean();       // consumes true/false, fails otherwise
+
+  // Nesting depth bookkeeping for callers that recurse themselves.
+  void enter() {
+    if (++depth_ > kMaxDepth) fail("nesting too deep");
+  }
+  void leave() { --depth_; }
+
+  size_t offset() const { return static_cast<size_t>(p_ - begin_); }
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  void literal(const char* word);
+  static constexpr int kMaxDepth = 256;
+  int depth_ = 0;
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+};
+
+}  // namespace tcl
