@@ -1,0 +1,136 @@
+"""The Mamba cost model: a schedule sequence (plus workload and hardware descriptors) -> a score.
+
+    seq [B, L, D] --Linear--> [B, L, d] --(x + Mamba(norm(x))) * n_layer--> norm
+        --masked mean over the true length--> [B, d] --+ proj(workload), proj(hardware)--> MLP -> [B]
+
+Sequences are padded at the END: the conv and the scan are causal, so padding never changes a valid
+position and the pooling masks it out. The forward is split into ``hidden_states`` (per-layer
+states; continual distillation reads them through lateral connections), ``embedding`` (the pooled
+vector the RDU sampler uses) and ``head``; dropout lives only in the head so MC-dropout re-runs
+just the head (``mc_scores``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+
+from .mamba import Mamba
+
+__all__ = ["CostModelConfig", "MambaCostModel", "RMSNorm", "masked_mean"]
+
+
+@dataclass
+class CostModelConfig:
+    feature_dim: int             # D: features per schedule step
+    seq_len: int                 # L: steps per program after padding/cropping (fixed for export)
+    workload_dim: int = 16       # W: workload descriptor size (0 = not used)
+    hardware_dim: int = 12       # P: hardware descriptor size (0 = not used)
+    d_model: int = 128           # ~0.35 MB in total for D~100, W 16, P 12 (the paper's size)
+    n_layer: int = 1             # paper's ablation: 1 layer, d_state 8, expand 1, d_conv 4
+    d_state: int = 8
+    expand: int = 1
+    d_conv: int = 4
+    desc_dim: int = 32           # width of each descriptor projection
+    head_hidden: int = 96
+    dropout: float = 0.1         # head only; MC-dropout samples it at scoring time
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class RMSNorm(nn.Module):
+    """x / rms(x) * weight. Written out (not nn.RMSNorm) so it exports to any ONNX opset."""
+
+    def __init__(self, d: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def masked_mean(h: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Mean of h [B, L, d] over the first lengths[b] steps (padding is at the end)."""
+    mask = torch.arange(h.shape[1], device=h.device) < lengths.unsqueeze(1)  # [B, L]
+    mask = mask.to(h.dtype).unsqueeze(-1)
+    return (h * mask).sum(1) / mask.sum(1).clamp(min=1)  # an empty sequence pools to 0, not NaN
+
+
+class MambaLayer(nn.Module):
+    """Pre-norm residual Mamba layer: x + Mamba(norm(x))."""
+
+    def __init__(self, cfg: CostModelConfig):
+        super().__init__()
+        self.norm = RMSNorm(cfg.d_model)
+        self.mixer = Mamba(cfg.d_model, d_state=cfg.d_state, d_conv=cfg.d_conv, expand=cfg.expand)
+
+    def forward(self, x):
+        return x + self.mixer(self.norm(x))
+
+
+class MambaCostModel(nn.Module):
+    def __init__(self, cfg: CostModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        d, h = cfg.d_model, cfg.desc_dim
+        self.encoder = nn.Linear(cfg.feature_dim, d)
+        self.layers = nn.ModuleList(MambaLayer(cfg) for _ in range(cfg.n_layer))
+        self.norm_f = RMSNorm(d)
+        # Descriptors are per program (not per step), so they join after pooling.
+        self.workload_proj = nn.Sequential(nn.Linear(cfg.workload_dim, h), nn.SiLU()) \
+            if cfg.workload_dim else None
+        self.hardware_proj = nn.Sequential(nn.Linear(cfg.hardware_dim, h), nn.SiLU()) \
+            if cfg.hardware_dim else None
+        n_in = d + h * (bool(cfg.workload_dim) + bool(cfg.hardware_dim))
+        self.decoder = nn.Sequential(
+            nn.Dropout(cfg.dropout), nn.Linear(n_in, cfg.head_hidden), nn.SiLU(),
+            nn.Dropout(cfg.dropout), nn.Linear(cfg.head_hidden, 1))
+        # As mamba_ssm does for its residual stream: shrink out_proj by sqrt(n_layer) so the
+        # residual's variance does not grow with depth.
+        for layer in self.layers:
+            with torch.no_grad():
+                layer.mixer.out_proj.weight /= cfg.n_layer ** 0.5
+
+    def hidden_states(self, seq: torch.Tensor) -> list[torch.Tensor]:
+        """[encoder output, output of layer 1, ..., layer n_layer], each [B, L, d_model]."""
+        hs = [self.encoder(seq)]
+        for layer in self.layers:
+            hs.append(layer(hs[-1]))
+        return hs
+
+    def embedding(self, seq: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Pooled program embedding [B, d_model] (normed last hidden state, masked mean)."""
+        return masked_mean(self.norm_f(self.hidden_states(seq)[-1]), lengths)
+
+    def head(self, emb: torch.Tensor, workload: torch.Tensor | None = None,
+             hardware: torch.Tensor | None = None) -> torch.Tensor:
+        """Score [B] from the pooled embedding and the descriptors."""
+        parts = [emb]
+        if self.workload_proj is not None:
+            parts.append(self.workload_proj(workload))
+        if self.hardware_proj is not None:
+            parts.append(self.hardware_proj(hardware))
+        return self.decoder(torch.cat(parts, dim=-1)).squeeze(-1)
+
+    def forward(self, seq, lengths, workload=None, hardware=None) -> torch.Tensor:
+        """seq [B, L, D] float32, lengths [B] int, workload [B, W], hardware [B, P] -> score [B]."""
+        return self.head(self.embedding(seq, lengths), workload, hardware)
+
+    @torch.no_grad()
+    def mc_scores(self, seq, lengths, workload=None, hardware=None, n: int = 16) -> torch.Tensor:
+        """n MC-dropout samples of the score, [n, B]: the body runs once, the head n times."""
+        emb = self.embedding(seq, lengths)
+        was_training = self.decoder.training
+        self.decoder.train()
+        try:
+            return torch.stack([self.head(emb, workload, hardware) for _ in range(n)])
+        finally:
+            self.decoder.train(was_training)
+
+    def size_mb(self) -> float:
+        """Parameter bytes at fp32, in MB (1e6 bytes)."""
+        return sum(p.numel() for p in self.parameters()) * 4 / 1e6
