@@ -24,6 +24,13 @@ py::array_t<T> to_numpy(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
   return py::array_t<T>(shape, owned->data(), owner);
 }
 
+// Hands a malloc'ed buffer to numpy, freed with the array.
+py::array_t<float> adopt(FloatBuffer& buf, std::vector<py::ssize_t> shape) {
+  float* p = buf.release();
+  py::capsule owner(p, [](void* q) { std::free(q); });
+  return py::array_t<float>(shape, p, owner);
+}
+
 OnError parse_errors(const std::string& errors) {
   if (errors == "raise") return OnError::kRaise;
   if (errors == "skip") return OnError::kSkip;
@@ -55,11 +62,12 @@ py::dict featurize_files(const py::list& srcs, const std::string& errors, int th
     sources.push_back(std::move(s));
   }
   OnError on_error = parse_errors(errors);
-  Batch b;
+  Featurized f;
   std::vector<float> label;
   {
     py::gil_scoped_release release;
-    b = featurize_sources(sources, on_error, threads);
+    f = featurize_sources(sources, on_error, threads);
+    Batch& b = f.meta;
     // Label = best latency of the task / latency: normalised throughput in (0, 1].
     std::vector<double> best(b.tasks.size(), std::numeric_limits<double>::infinity());
     for (size_t i = 0; i < b.size(); ++i)
@@ -68,14 +76,15 @@ py::dict featurize_files(const py::list& srcs, const std::string& errors, int th
     for (size_t i = 0; i < b.size(); ++i)
       label[i] = static_cast<float>(best[static_cast<size_t>(b.task[i])] / b.cost[i]);
   }
+  Batch& b = f.meta;
   const auto n = static_cast<py::ssize_t>(b.size());
   py::dict out;
-  out["seq"] = to_numpy(std::move(b.seq), {n, kSeqLen, row_dim()});
+  out["seq"] = adopt(f.seq, {n, kSeqLen, row_dim()});
   out["length"] = to_numpy(std::move(b.length), {n});
   out["task"] = to_numpy(std::move(b.task), {n});
   out["cost"] = to_numpy(std::move(b.cost), {n});
   out["label"] = to_numpy(std::move(label), {n});
-  out["workload"] = to_numpy(std::move(b.workload), {n, kWorkloadDim});
+  out["workload"] = adopt(f.workload, {n, kWorkloadDim});
   out["source"] = to_numpy(std::move(b.source), {n});
   out["line"] = to_numpy(std::move(b.line), {n});
   py::list tasks;

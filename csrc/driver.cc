@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include "parsers.h"
@@ -80,7 +81,7 @@ int resolve_threads(int threads) {
 
 }  // namespace
 
-Batch featurize_sources(const std::vector<Source>& sources, OnError on_error, int threads) {
+Featurized featurize_sources(const std::vector<Source>& sources, OnError on_error, int threads) {
   threads = resolve_threads(threads);
   std::vector<std::vector<std::string>> workloads(sources.size());
   Batch head;  // collects what is skipped while reading workload files
@@ -107,6 +108,22 @@ Batch featurize_sources(const std::vector<Source>& sources, OnError on_error, in
   }
   std::vector<Chunk> chunks;
   for (size_t i = 0; i < sources.size(); ++i) cut_chunks(static_cast<int>(i), sources[i].text, chunks);
+
+  // One zeroed buffer with a slot per line; each chunk fills its slots from the front. calloc
+  // hands out untouched pages lazily, so slots of blank lines and failures cost nothing.
+  size_t total = 0;
+  for (const Chunk& ch : chunks) total += static_cast<size_t>(std::count(ch.begin, ch.end, '\n')) + 1;
+  Featurized out;
+  out.seq.data = static_cast<float*>(std::calloc(std::max<size_t>(total, 1) * Batch::block(), sizeof(float)));
+  out.workload.data = static_cast<float*>(std::calloc(std::max<size_t>(total, 1) * kWorkloadDim, sizeof(float)));
+  if (!out.seq.data || !out.workload.data) throw std::bad_alloc();
+  size_t offset = 0;
+  for (Chunk& ch : chunks) {
+    ch.batch.capacity = static_cast<size_t>(std::count(ch.begin, ch.end, '\n')) + 1;
+    ch.batch.seq_base = out.seq.data + offset * Batch::block();
+    ch.batch.workload_base = out.workload.data + offset * kWorkloadDim;
+    offset += ch.batch.capacity;
+  }
 
   run_parallel(chunks.size(), threads, [&](size_t k) {
     Chunk& ch = chunks[k];
@@ -136,8 +153,18 @@ Batch featurize_sources(const std::vector<Source>& sources, OnError on_error, in
   for (const Chunk& ch : chunks)
     if (!ch.error.empty()) throw FormatError(ch.error);
 
-  Batch out = std::move(head);
-  for (Chunk& ch : chunks) out.append(std::move(ch.batch));
+  // Close the gaps that failed, skipped and blank lines left between chunks.
+  out.meta = std::move(head);
+  for (Chunk& ch : chunks) {
+    size_t n = ch.batch.size();
+    float* seq_dst = out.seq.data + out.meta.size() * Batch::block();
+    float* wl_dst = out.workload.data + out.meta.size() * kWorkloadDim;
+    if (n && seq_dst != ch.batch.seq_base) {
+      std::memmove(seq_dst, ch.batch.seq_base, n * Batch::block() * sizeof(float));
+      std::memmove(wl_dst, ch.batch.workload_base, n * kWorkloadDim * sizeof(float));
+    }
+    out.meta.append_metadata(std::move(ch.batch));
+  }
   return out;
 }
 

@@ -1,6 +1,8 @@
 // Featurizing whole inputs: cut into line-aligned chunks, parsed on threads, merged in order.
 #pragma once
 
+#include <cstdlib>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,7 +20,32 @@ struct Source {
   std::string_view workload_text;
 };
 
-Batch featurize_sources(const std::vector<Source>& sources, OnError on_error, int threads);
+// malloc'ed float buffer, freed with free() (numpy's capsule takes it over without a copy).
+struct FloatBuffer {
+  float* data = nullptr;
+  FloatBuffer() = default;
+  FloatBuffer(const FloatBuffer&) = delete;
+  FloatBuffer& operator=(const FloatBuffer&) = delete;
+  FloatBuffer(FloatBuffer&& o) noexcept : data(o.data) { o.data = nullptr; }
+  FloatBuffer& operator=(FloatBuffer&& o) noexcept {
+    std::swap(data, o.data);
+    return *this;
+  }
+  ~FloatBuffer() { std::free(data); }
+  float* release() {
+    float* p = data;
+    data = nullptr;
+    return p;
+  }
+};
+
+struct Featurized {
+  Batch meta;          // per-program metadata and the task table
+  FloatBuffer seq;     // meta.size() programs of [kSeqLen, row_dim]
+  FloatBuffer workload;  // meta.size() x kWorkloadDim
+};
+
+Featurized featurize_sources(const std::vector<Source>& sources, OnError on_error, int threads);
 
 // In-memory traces (JSON text of [[insts], [decisions]]) for the search loop: writes the rows,
 // lengths and workload descriptors straight into caller buffers sized for traces.size() programs.

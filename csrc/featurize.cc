@@ -3,9 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
-#include <thread>
+#include <stdexcept>
 
 namespace tcl {
 
@@ -111,16 +109,20 @@ void WorkloadStats::write(float* out, int n_steps) const {
   out[15] = log_scale(n_steps);
 }
 
+float g_log1p_table[kLogTableSize];
+[[maybe_unused]] static const bool log_table_ready = [] {
+  for (int i = 0; i < kLogTableSize; ++i) g_log1p_table[i] = static_cast<float>(std::log1p(i));
+  return true;
+}();
+
 float* Batch::new_program() {
-  size_t block = static_cast<size_t>(kSeqLen) * row_dim();
-  seq.resize(seq.size() + block, 0.0f);
-  workload.resize(workload.size() + kWorkloadDim, 0.0f);
-  return seq.data() + seq.size() - block;
+  if (size() >= capacity) throw std::logic_error("Batch: more programs than lines");
+  return seq_base + size() * block();
 }
 
 void Batch::drop_last_program() {
-  seq.resize(seq.size() - static_cast<size_t>(kSeqLen) * row_dim());
-  workload.resize(workload.size() - kWorkloadDim);
+  std::memset(seq_base + size() * block(), 0, block() * sizeof(float));
+  std::memset(workload_base + size() * kWorkloadDim, 0, kWorkloadDim * sizeof(float));
 }
 
 void Batch::finish_program(int t, bool failed, double c, const WorkloadStats& ws,
@@ -130,7 +132,7 @@ void Batch::finish_program(int t, bool failed, double c, const WorkloadStats& ws
     ++tasks[static_cast<size_t>(t)].failed;
     return;
   }
-  ws.write(workload.data() + workload.size() - kWorkloadDim, w.rows());
+  ws.write(workload_base + size() * kWorkloadDim, w.rows());
   length.push_back(w.length());
   if (w.rows() > kSeqLen) ++truncated;
   task.push_back(t);
@@ -153,7 +155,7 @@ int Batch::task_id(const std::string& key, const std::string& wkl, std::string_v
   return id;
 }
 
-void Batch::append(Batch&& o) {
+void Batch::append_metadata(Batch&& o) {
   std::vector<int32_t> remap(o.tasks.size());
   for (size_t i = 0; i < o.tasks.size(); ++i) {
     TaskInfo& t = o.tasks[i];
@@ -167,8 +169,6 @@ void Batch::append(Batch&& o) {
       tasks[static_cast<size_t>(it->second)].failed += t.failed;
     }
   }
-  seq.insert(seq.end(), o.seq.begin(), o.seq.end());
-  workload.insert(workload.end(), o.workload.begin(), o.workload.end());
   length.insert(length.end(), o.length.begin(), o.length.end());
   for (int32_t t : o.task) task.push_back(remap[static_cast<size_t>(t)]);
   cost.insert(cost.end(), o.cost.begin(), o.cost.end());

@@ -42,7 +42,13 @@ double pragma_value(std::string_view s);
 void add_name_tags(std::string_view name, uint32_t& tags);
 const std::vector<std::string>& tag_names();
 
+// log1p of small non-negative integers, precomputed: most values in a schedule are such integers.
+constexpr int kLogTableSize = 4096;
+extern float g_log1p_table[kLogTableSize];
+
 inline float log_scale(double v) {
+  if (v >= 0 && v < kLogTableSize && v == static_cast<double>(static_cast<int>(v)))
+    return g_log1p_table[static_cast<int>(v)];
   return static_cast<float>(v >= 0 ? std::log1p(v) : -std::log1p(-v));
 }
 
@@ -104,13 +110,15 @@ struct TaskInfo {
   int64_t failed = 0;     // failed measurements (error_no != 0 or cost 1e10), not in the arrays
 };
 
-// Everything parsed from a set of sources: program arrays plus task table and counts.
+// Programs parsed from a set of sources. Rows and descriptors are written in place into a buffer
+// sized up front (`seq_base`/`workload_base`, room for `capacity` programs): no growing, no copies.
 struct Batch {
-  std::vector<float> seq;        // n * kSeqLen * row_dim
+  float* seq_base = nullptr;     // capacity * kSeqLen * row_dim
+  float* workload_base = nullptr;  // capacity * kWorkloadDim
+  size_t capacity = 0;
   std::vector<int32_t> length;   // rows used, <= kSeqLen
   std::vector<int32_t> task;     // index into tasks
   std::vector<double> cost;      // mean measured seconds
-  std::vector<float> workload;   // n * kWorkloadDim
   std::vector<int32_t> source;   // which input it came from
   std::vector<int64_t> line;     // 1-based line in that input
   std::vector<TaskInfo> tasks;
@@ -120,14 +128,16 @@ struct Batch {
   std::vector<std::string> errors;  // messages of skipped lines (first few)
 
   size_t size() const { return length.size(); }
-  // Appends an all-zero program slot and returns pointers to its rows / descriptor.
+  static size_t block() { return static_cast<size_t>(kSeqLen) * static_cast<size_t>(row_dim()); }
+  // The zeroed slot of the next program.
   float* new_program();
+  // Zeroes the slot again after a failed or malformed program.
   void drop_last_program();
   // Keeps the program just parsed (or drops it and counts a failure for its task).
   void finish_program(int task, bool failed, double cost, const WorkloadStats& ws,
                       const RowWriter& w, int src, int64_t line);
   int task_id(const std::string& key, const std::string& workload, std::string_view target, int src);
-  void append(Batch&& other);  // concatenates, merging task tables
+  void append_metadata(Batch&& other);  // concatenates all but the rows, merging task tables
 };
 
 enum class OnError { kRaise, kSkip };

@@ -22,17 +22,27 @@ double Cursor::number() {
   const char* s = p_;
   if (s < end_ && *s == '-') ++s;
   if (s >= end_ || *s < '0' || *s > '9') fail("expected a number");
+  // Fast path for plain integers (most of a schedule): exact, and what from_chars would give.
+  uint64_t v = 0;
+  const char* q = s;
+  while (q < end_ && *q >= '0' && *q <= '9' && q - s < 18) v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+  if (q >= end_ || (*q != '.' && *q != 'e' && *q != 'E' && (*q < '0' || *q > '9'))) {
+    double d = static_cast<double>(v);
+    bool neg = *p_ == '-';
+    p_ = q;
+    return neg ? -d : d;
+  }
   // from_chars does not accept a leading '+' and is locale-independent: what JSON wants.
-  double v = 0;
-  auto res = std::from_chars(p_, end_, v);
+  double d = 0;
+  auto res = std::from_chars(p_, end_, d);
   if (res.ec == std::errc::result_out_of_range) {
     // Overflowing literals (e.g. 1e999) still denote a number; keep them as +-inf.
-    v = (*p_ == '-') ? -HUGE_VAL : HUGE_VAL;
+    d = (*p_ == '-') ? -HUGE_VAL : HUGE_VAL;
   } else if (res.ec != std::errc()) {
     fail("expected a number");
   }
   p_ = res.ptr;
-  return v;
+  return d;
 }
 
 int64_t Cursor::integer() {

@@ -1,0 +1,274 @@
+"""A plain-Python featurizer written from the FeatureSpec (README "Feature layout"), independent
+of the C++ code except for the vocabulary list. The C++ output must equal it exactly."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+
+from tcl.features import SPEC
+from tcl.records import discover, parse_ansor_line, parse_ms_record_line, parse_ms_workload_line, _lines
+
+L, K, W = SPEC.seq_len, SPEC.num_numeric, SPEC.workload_dim
+KIND = {name: i for i, name in enumerate(SPEC.kind_names) if i > 0}
+KIND["GetBlock"] = KIND["GetSBlock"]
+
+STRING_CODES = {
+    "global": 1, "shared": 2, "shared.dyn": 3, "local": 4, "warp": 5,
+    "wmma.matrix_a": 6, "wmma.matrix_b": 6, "wmma.accumulator": 6,
+    "meta_schedule.parallel": 10, "meta_schedule.vectorize": 11,
+    "meta_schedule.unroll_explicit": 12, "meta_schedule.unroll_implicit": 13,
+    "meta_schedule.cooperative_fetch": 14, "meta_schedule.tiling_structure": 15,
+    "meta_schedule.auto_tensorize": 16, "meta_schedule.thread_extent_low_inclusive": 17,
+    "meta_schedule.thread_extent_high_inclusive": 18, "pragma_auto_unroll_max_step": 19,
+    "pragma_unroll_explicit": 20, "meta_schedule.random_compute_producer": 21,
+    "meta_schedule.layout_rewrite_preproc": 22, "software_pipeline_stage": 23,
+    "software_pipeline_order": 24,
+}
+RV = re.compile(r"^[blv][0-9]+$")
+
+
+def log_scale(v: float) -> float:
+    return math.log1p(v) if v >= 0 else -math.log1p(-v)
+
+
+def pragma_value(s: str) -> float:
+    m = re.fullmatch(r"auto_unroll_max_step\$([0-9]*)", s)
+    return float(int(m.group(1) or 0)) if m else -1.0
+
+
+def name_tags(name: str) -> int:
+    s = name.lower()
+    t = 0
+    if "conv" in s:
+        t |= 1
+    if "depthwise" in s:
+        t |= 2 | 1
+    if "batch_matmul" in s or "batch_mm" in s:
+        t |= 8
+    elif any(w in s for w in ("matmul", "dense", "gemm", "_mm")) or s == "mm":
+        t |= 4
+    if "pool" in s:
+        t |= 16
+    if any(w in s for w in ("softmax", "norm", "sum", "mean", "reduce", "max", "min")):
+        t |= 32
+    if t == 0 and s:
+        t |= 64
+    return t
+
+
+class Stats:
+    def __init__(self):
+        self.tags = 0
+        self.extents: list[float] = []
+        self.tensors: list[float] = []
+
+    def add_extent(self, e):
+        if e > 0:
+            self.extents.append(float(e))
+
+    def vector(self, n_steps: int) -> np.ndarray:
+        out = np.zeros(W, np.float32)
+        for i in range(8):
+            out[i] = (self.tags >> i) & 1
+        if self.tags & 0x3F == 0:
+            out[7] = 1
+        ex, te = self.extents, self.tensors
+        out[8] = log_scale(len(ex))
+        out[9] = log_scale(max(ex) if ex else 0.0)
+        out[10] = log_scale(min(ex) if ex else 0.0)
+        out[11] = sum_in_order(math.log1p(e) for e in ex)
+        out[12] = log_scale(len(te))
+        out[13] = log_scale(max(te) if te else 0.0)
+        out[14] = sum_in_order(math.log1p(e) for e in te)
+        out[15] = log_scale(n_steps)
+        return out
+
+
+def sum_in_order(values) -> float:
+    total = 0.0
+    for v in values:
+        total += v
+    return total
+
+
+def product(values) -> float:
+    p = 1.0
+    for v in values:
+        p *= v
+    return p
+
+
+def rows_to_matrix(rows: list[tuple[int, list[float]]]) -> tuple[np.ndarray, int]:
+    m = np.zeros((L, SPEC.row_dim), np.float32)
+    for r, (kind, values) in enumerate(rows[:L]):
+        m[r, kind] = 1
+        for j, v in enumerate(values[:K]):
+            m[r, SPEC.num_kinds + j] = log_scale(float(v))
+    return m, min(len(rows), L)
+
+
+# ---- Ansor
+
+
+def _walk_key(items, stats: Stats, top: bool):
+    numbers, numbers_only = [], True
+    for i, it in enumerate(items):
+        if isinstance(it, list):
+            numbers_only = False
+            _walk_key(it, stats, False)
+        elif isinstance(it, str):
+            numbers_only = False
+            if top and i == 0 and not re.fullmatch(r"[0-9a-f]{32}", it):
+                stats.tags |= name_tags(it)
+        elif isinstance(it, bool) or it is None or isinstance(it, dict):
+            numbers_only = False
+        else:
+            numbers.append(float(it))
+    if not top and numbers_only and numbers:
+        stats.tensors.append(product(numbers))
+    else:
+        stats.tensors.extend(numbers)
+
+
+def _ansor_field(v, out: list, pragma: bool):
+    if isinstance(v, list):
+        for x in v:
+            _ansor_field(x, out, False)
+    elif isinstance(v, str):
+        out.append(pragma_value(v) if pragma else STRING_CODES.get(v, 0))
+    elif isinstance(v, bool):
+        out.append(1.0 if v else 0.0)
+    elif v is None:
+        out.append(0.0)
+    else:
+        out.append(float(v))
+
+
+def ansor_program(rec) -> tuple[np.ndarray, int, np.ndarray]:
+    stats = Stats()
+    rows = []
+    for step in rec.steps:
+        code, fields = step[0], step[1:]
+        values: list[float] = []
+        for i, f in enumerate(fields):
+            if code == "SP" and i == 2 and isinstance(f, (int, float)) and not isinstance(f, bool):
+                stats.add_extent(f)
+            _ansor_field(f, values, code == "PR" and i == 2)
+        rows.append((KIND[code], values))
+    _walk_key(rec.task.workload(), stats, True)
+    m, n = rows_to_matrix(rows)
+    return m, n, stats.vector(len(rows))
+
+
+# ---- MetaSchedule
+
+
+def _ms_flatten(v, out: list, inputs: bool):
+    if isinstance(v, list):
+        for x in v:
+            _ms_flatten(x, out, inputs)
+    elif isinstance(v, str):
+        if inputs and RV.match(v):
+            out.append(float(int(v[1:])))
+        elif len(v) >= 2 and v[0] == '"' and v[-1] == '"':
+            out.append(STRING_CODES.get(v[1:-1], 0))
+        else:
+            out.append(STRING_CODES.get(v, 0))
+    elif isinstance(v, bool):
+        out.append(1.0 if v else 0.0)
+    elif v is None:
+        out.append(0.0)
+    elif isinstance(v, dict):
+        pass
+    else:
+        out.append(float(v))
+
+
+def ms_trace(insts, decisions, args_info=None):
+    stats = Stats()
+    by_inst = {}
+    for idx, value in decisions:
+        vals: list[float] = []
+        _ms_flatten(value, vals, False)
+        by_inst[idx] = vals
+        if insts[idx][0] in ("SamplePerfectTile", "SamplePartitionedTile"):
+            stats.add_extent(product(vals))
+    rows = []
+    for i, (kind, inputs, attrs, outputs, *_) in enumerate(insts):
+        values = [float(len(outputs))] + by_inst.get(i, [])
+        if kind in ("GetSBlock", "GetBlock") and isinstance(attrs, list):
+            for j, a in enumerate(attrs):
+                if j == 0 and isinstance(a, str):
+                    stats.tags |= name_tags(a)
+                    values.append(0.0)
+                else:
+                    _ms_flatten(a, values, False)
+        else:
+            _ms_flatten(attrs, values, False)
+        _ms_flatten(inputs, values, True)
+        rows.append((KIND.get(kind, 0), values))
+    if args_info:
+        for arg in args_info:
+            if isinstance(arg, list):
+                for a in arg:
+                    if isinstance(a, list):
+                        stats.tensors.append(product(float(x) for x in a))
+    m, n = rows_to_matrix(rows)
+    return m, n, stats.vector(len(rows))
+
+
+# ---- whole inputs, in the C++ driver's order
+
+
+def reference_featurize(paths) -> dict:
+    seq, length, task, cost, workload = [], [], [], [], []
+    task_keys: dict = {}
+    failed: list[int] = []
+
+    def task_id(key):
+        if key not in task_keys:
+            task_keys[key] = len(task_keys)
+            failed.append(0)
+        return task_keys[key]
+
+    def add(t, rec, latency, m, n, w):
+        if rec.failed:
+            failed[t] += 1
+            return
+        seq.append(m), length.append(n), task.append(t), cost.append(latency), workload.append(w)
+
+    for src in discover(paths):
+        if src.kind == "ansor":
+            for _, text in _lines(src.path):
+                rec = parse_ansor_line(text)
+                t = task_id((rec.task.workload_key, rec.task.target))
+                m, n, w = ansor_program(rec)
+                add(t, rec, None if rec.failed else rec.latency, m, n, w)
+        else:
+            wl = [parse_ms_workload_line(text) for _, text in _lines(src.workload_path)]
+            for _, text in _lines(src.path):
+                rec = parse_ms_record_line(text, wl)
+                target = json.dumps(rec.target, separators=(",", ":"))
+                t = task_id((rec.workload_hash, target))
+                m, n, w = ms_trace(rec.insts, rec.decisions, rec.args_info)
+                add(t, rec, None if rec.failed else rec.latency, m, n, w)
+    task_arr = np.array(task, np.int32)
+    cost_arr = np.array(cost, np.float64)
+    best = {}
+    for t, c in zip(task, cost):
+        best[t] = min(best.get(t, math.inf), c)
+    label = np.array([best[t] / c for t, c in zip(task, cost)], np.float64).astype(np.float32)
+    return {
+        "seq": np.stack(seq) if seq else np.zeros((0, L, SPEC.row_dim), np.float32),
+        "length": np.array(length, np.int32),
+        "task": task_arr,
+        "cost": cost_arr,
+        "label": label,
+        "workload": np.stack(workload) if workload else np.zeros((0, W), np.float32),
+        "n_tasks": len(task_keys),
+        "failed": failed,
+    }
