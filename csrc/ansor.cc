@@ -191,6 +191,7 @@ void parse_ansor_record(Cursor& c, Batch& b, int src, int64_t line) {
     if (!have_input) c.fail("record has no \"i\" (task and schedule)");
     if (!have_result) c.fail("record has no \"r\" (measurement)");
     parse_workload_key(workload_key, ws);
+    if (!c.at_end()) c.fail("trailing text after the record");
   } catch (...) {
     b.drop_last_program();
     throw;

@@ -137,7 +137,6 @@ Featurized featurize_sources(const std::vector<Source>& sources, OnError on_erro
         } else {
           parse_ansor_record(c, ch.batch, ch.src, line);
         }
-        if (!c.at_end()) c.fail("trailing text after the record");
       } catch (const JsonError& err) {
         std::string msg = where(s, line) + err.what();
         if (on_error == OnError::kRaise) {

@@ -247,6 +247,7 @@ void parse_ms_record(Cursor& c, Batch& b, const std::vector<std::string>& worklo
       }
     }
     while (c.next_item(f)) c.skip_value();
+    if (!c.at_end()) c.fail("trailing text after the record");
   } catch (...) {
     b.drop_last_program();
     throw;

@@ -1,0 +1,209 @@
+"""The C++ featurizer against the plain-Python reference, on real and hand-made inputs."""
+
+import json
+import lzma
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tcl
+from tcl import SPEC, FormatError
+from tcl.records import read
+
+from reference_featurizer import ms_trace, reference_featurize
+
+HERE = Path(__file__).parent
+SHARED_ANSOR = HERE.parent.parent / "shared" / "data" / "ansor"
+MS_FIXTURE = HERE / "fixtures" / "ms"
+ARRAYS = ("seq", "length", "task", "cost", "label", "workload")
+
+needs_shared = pytest.mark.skipif(
+    not SHARED_ANSOR.is_dir(),
+    reason=f"{SHARED_ANSOR} is absent (a user's clone without the shared Ansor logs)",
+)
+
+
+def shared_logs():
+    return sorted(p for p in SHARED_ANSOR.iterdir() if p.suffix in (".json", ".log")) if SHARED_ANSOR.is_dir() else []
+
+
+def assert_same(fs, ref):
+    assert len(fs) == len(ref["length"])
+    for k in ARRAYS:
+        a, b = getattr(fs, k), ref[k]
+        assert a.shape == b.shape, k
+        assert a.dtype == b.dtype, k
+        np.testing.assert_array_equal(a, b, err_msg=k)
+    assert len(fs.tasks) == ref["n_tasks"]
+    assert [t.failed for t in fs.tasks] == ref["failed"]
+
+
+@needs_shared
+@pytest.mark.parametrize("path", shared_logs(), ids=lambda p: p.name)
+def test_cpp_equals_reference_on_shared_ansor_logs(path):
+    assert_same(tcl.featurize(path), reference_featurize(path))
+
+
+def test_cpp_equals_reference_on_stock_metaschedule_databases():
+    fs = tcl.featurize(MS_FIXTURE)
+    assert len(fs.tasks) == 2 and len(fs) >= 40
+    assert_same(fs, reference_featurize(MS_FIXTURE))
+
+
+@needs_shared
+def test_threads_do_not_change_the_result():
+    one = tcl.featurize(SHARED_ANSOR, threads=1)
+    many = tcl.featurize(SHARED_ANSOR, threads=4)
+    for k in ARRAYS:
+        np.testing.assert_array_equal(getattr(one, k), getattr(many, k))
+
+
+@needs_shared
+def test_labels_failures_and_padding():
+    fs = tcl.featurize(SHARED_ANSOR)
+    assert np.all(fs.label > 0) and np.all(fs.label <= 1)
+    for t in range(len(fs.tasks)):
+        assert fs.label[fs.task == t].max() == 1.0
+    # Failed A100 records (error_no 6, cost 1e10) are counted, never given a latency.
+    assert fs.failed == 5 and np.all(fs.cost < 1)
+    # Rows past the true length are zero (padding at the end), rows before it are not.
+    steps = np.arange(SPEC.seq_len)[None, :]
+    pad = steps >= fs.length[:, None]
+    assert not fs.seq[pad].any()
+    assert np.all(fs.seq[~pad][:, : SPEC.num_kinds].sum(-1) == 1)
+    # Registered names give operator tags; TenSet hash keys do not.
+    by_key = {t.workload: i for i, t in enumerate(fs.tasks)}
+    mm = [i for w, i in by_key.items() if "ansor_mm" in w][0]
+    assert fs.workload[fs.task == mm][0, SPEC.tag_names.index("matmul")] == 1
+
+
+def test_in_memory_traces_equal_the_file_path():
+    fs = tcl.featurize(MS_FIXTURE)
+    recs = read(MS_FIXTURE).records
+    traces = [json.dumps(r.trace_json) for r in recs]
+    args = recs[0].args_info
+    seq, length, workload = tcl.featurize_traces(traces, args_info=args, threads=2)
+    np.testing.assert_array_equal(seq, fs.seq)
+    np.testing.assert_array_equal(length, fs.length)
+    same_task = [i for i, r in enumerate(recs) if r.workload_hash == recs[0].workload_hash]
+    np.testing.assert_array_equal(workload[same_task], fs.workload[same_task])
+    m, n, w = ms_trace(recs[0].insts, recs[0].decisions, args)
+    np.testing.assert_array_equal(seq[0], m)
+    # Lists (Trace.as_json() form) are accepted too.
+    seq2, _, _ = tcl.featurize_traces([r.trace_json for r in recs[:3]])
+    np.testing.assert_array_equal(seq2, fs.seq[:3])
+
+
+def test_compressed_files_read_the_same(tmp_path):
+    for db in MS_FIXTURE.iterdir():
+        if not db.is_dir():
+            continue
+        dst = tmp_path / db.name
+        dst.mkdir()
+        for f in db.iterdir():
+            (dst / (f.name + ".xz")).write_bytes(lzma.compress(f.read_bytes()))
+    a, b = tcl.featurize(MS_FIXTURE), tcl.featurize(tmp_path)
+    for k in ARRAYS:
+        np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
+
+
+# Every step code, booleans, nulls, an unknown pragma and both workload-key forms.
+HANDMADE = [
+    {"i": [["[\"conv2d_nchw\", [1, 3, 8, 8], [4, 3, 3, 3]]", "llvm -keys=cpu", [2, 64, 64, 0, 0, 0, 0, 0], "", 1, []],
+           [[], [["CHW", 2, "local"], ["CHR", 0, "shared", [2]], ["SP", 2, 0, 8, [2, 4], 1],
+                 ["SP", 2, 1, None, [1], True], ["FSP", 3, 0, 1, 1], ["FFSP", 3, 0, [2, 1], 1, False],
+                 ["RE", 2, [0, 2, 1, 3]], ["FU", 3, [0, 1]], ["AN", 3, 0, 3], ["PR", 2, 0, "auto_unroll_max_step$64"],
+                 ["PR", 2, 0, "debug_skip_region"], ["SA", 2, 1, 16, 0], ["CA", 1, 2, 3], ["CI", 1], ["CR", 4],
+                 ["RF", 2, 3, 1]]]],
+     "r": [[0.002, 0.003], 0, 1.5, 1700000000], "v": "v0.6"},
+    {"i": [["[\"6d125280c99b3732e95e03b4ef2b5fb7\", [[1, 64, 56, 56], [64, 64, 3, 3]], 2.5]", "llvm -keys=cpu"],
+           [[], [["SP", 0, 0, 56, [7, 8], 1], ["AN", 0, 1, 2]]]],
+     "r": [[0.004], 0, 1.0, 1700000001], "v": "v0.6"},
+    {"i": [["[\"ansor_mm\", 16, 16, 16, \"float32\"]", "llvm -keys=cpu"], [[], [["AN", 0, 0, 3]]]],
+     "r": [[1e10], 4, 1.0, 1700000002], "v": "v0.6"},
+]
+
+
+def test_every_step_code_and_key_form(tmp_path):
+    log = tmp_path / "handmade.json"
+    log.write_text("# a comment line\n\n" + "\n".join(json.dumps(r) for r in HANDMADE) + "\n")
+    fs = tcl.featurize(log)
+    assert_same(fs, reference_featurize(log))
+    assert fs.summary() == {"programs": 2, "tasks": 3, "failed": 1, "skipped": 0, "truncated": 0}
+    seen = set(np.nonzero(fs.seq[0, :, : SPEC.num_kinds])[1])
+    assert {SPEC.kind_names[i] for i in seen} == set(SPEC.kind_names[1:15])
+    assert fs.line.tolist() == [3, 4]
+    r = read(log)
+    assert len(r.records) == 2 and len(r.failed) == 1 and r.failed[0].error_no == 4
+
+
+def test_long_sequences_are_cut_at_L_and_counted(tmp_path):
+    rec = json.loads(json.dumps(HANDMADE[1]))
+    rec["i"][1][1] = [["AN", 0, i, 2] for i in range(SPEC.seq_len + 10)]
+    log = tmp_path / "long.json"
+    log.write_text(json.dumps(rec) + "\n")
+    fs = tcl.featurize(log)
+    assert fs.truncated == 1 and fs.length[0] == SPEC.seq_len
+    assert_same(fs, reference_featurize(log))
+
+
+BAD_LINES = [
+    ("{\"i\": [", "expected"),
+    ("[1, 2, 3]", "expected '{'"),
+    ("{\"r\": [[0.1], 0]}", "no \"i\""),
+    ("{\"i\": [[\"[1]\", \"llvm\"], [[], [[\"XX\", 1]]]], \"r\": [[0.1], 0]}", "unknown Ansor step code 'XX'"),
+    ("{\"i\": [[\"not json\", \"llvm\"], [[], []]], \"r\": [[0.1], 0]}", "workload key"),
+    ("{\"i\": [[\"[1]\", \"llvm\"], [[], []]], \"r\": [[0.1], 0]} trailing", "trailing text"),
+]
+
+
+@pytest.mark.parametrize("bad,expected", BAD_LINES)
+def test_bad_ansor_line_names_file_line_and_what(tmp_path, bad, expected):
+    good = json.dumps(HANDMADE[1])
+    log = tmp_path / "bad.json"
+    log.write_text(f"{good}\n{bad}\n{good}\n")
+    with pytest.raises(FormatError) as e:
+        tcl.featurize(log)
+    assert f"{log}:2:" in str(e.value) and expected in str(e.value)
+    with pytest.raises(FormatError, match=f"{log}:2:"):
+        read(log)
+    fs = tcl.featurize(log, errors="skip")
+    assert fs.skipped == 1 and len(fs) == 2 and f"{log}:2:" in fs.errors[0]
+    assert read(log, errors="skip").skipped == 1
+
+
+def test_bad_metaschedule_database(tmp_path):
+    src = next(p for p in MS_FIXTURE.iterdir() if p.is_dir())
+    db = tmp_path / "db"
+    shutil.copytree(src, db)
+    rec = db / "database_tuning_record.json"
+    lines = rec.read_text().splitlines()
+    lines[1] = lines[1].replace("[0,", "[7,", 1)  # a workload index that does not exist
+    rec.write_text("\n".join(lines) + "\n")
+    with pytest.raises(FormatError, match=r"database_tuning_record.json:2: .*workload index 7"):
+        tcl.featurize(db)
+    assert tcl.featurize(db, errors="skip").skipped == 1
+    (db / "database_workload.json").unlink()
+    with pytest.raises(FormatError, match="database_workload.json is missing"):
+        tcl.featurize(db)
+
+
+def test_bad_traces_raise():
+    with pytest.raises(FormatError, match="trace 1"):
+        tcl.featurize_traces(['[[], []]', '[[["Split"'])
+    with pytest.raises(FormatError, match="decision refers to instruction 5"):
+        tcl.featurize_traces(['[[["Split", [], [], []]], [[5, 1]]]'])
+    with pytest.raises(ValueError, match="errors must be"):
+        tcl.featurize(MS_FIXTURE, errors="ignore")
+    with pytest.raises(FileNotFoundError):
+        tcl.featurize("/no/such/file.json")
+
+
+def test_import_needs_numpy_only(tmp_path):
+    code = "import sys, tcl; tcl.featurize_traces(['[[],[]]']); " \
+           "bad = [m for m in ('torch', 'tvm', 'onnxruntime') if m in sys.modules]; assert not bad, bad"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)  # the installed tcl
