@@ -136,7 +136,8 @@ def main():
                 if line.startswith("model name")), platform.processor()) \
         if os.path.exists("/proc/cpuinfo") else platform.processor()
     out = dict(config=cfg.to_dict(), size_mb=model.size_mb(), threads=1, rows=rows,
-               onnx_export=export, machine=dict(cpu=cpu, cores=os.cpu_count(), load_avg_1min=os.getloadavg()[0]),
+               onnx_export=export,
+               machine=dict(cpu=cpu, cores=os.cpu_count(), load_avg_1min=os.getloadavg()[0]),
                versions=dict(torch=torch.__version__, onnxruntime=_version("onnxruntime"),
                              onnx=_version("onnx"), python=platform.python_version()),
                date=time.strftime("%Y-%m-%d"))

@@ -1,7 +1,8 @@
 """The Mamba cost model: a schedule sequence (plus workload and hardware descriptors) -> a score.
 
     seq [B, L, D] --Linear--> [B, L, d] --(x + Mamba(norm(x))) * n_layer--> norm
-        --masked mean over the true length--> [B, d] --+ proj(workload), proj(hardware)--> MLP -> [B]
+        --masked mean over the true length--> [B, d]
+        --concat proj(workload), proj(hardware)--> MLP -> score [B]
 
 Sequences are padded at the END: the conv and the scan are causal, so padding never changes a valid
 position and the pooling masks it out. The forward is split into ``hidden_states`` (per-layer
