@@ -31,6 +31,19 @@ py::array_t<float> adopt(FloatBuffer& buf, std::vector<py::ssize_t> shape) {
   return py::array_t<float>(shape, p, owner);
 }
 
+// Input bytes may be any garbage: text handed back to Python replaces invalid UTF-8.
+py::str text(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+py::list texts(const std::vector<std::string>& v) {
+  py::list out;
+  for (const auto& s : v) out.append(text(s));
+  return out;
+}
+
 OnError parse_errors(const std::string& errors) {
   if (errors == "raise") return OnError::kRaise;
   if (errors == "skip") return OnError::kSkip;
@@ -90,8 +103,8 @@ py::dict featurize_files(const py::list& srcs, const std::string& errors, int th
   py::list tasks;
   for (const TaskInfo& t : b.tasks) {
     py::dict d;
-    d["workload"] = t.workload;
-    d["target"] = t.target;
+    d["workload"] = text(t.workload);
+    d["target"] = text(t.target);
     d["hardware_params"] = t.hardware_params;
     d["source"] = t.source;
     d["failed"] = t.failed;
@@ -100,7 +113,7 @@ py::dict featurize_files(const py::list& srcs, const std::string& errors, int th
   out["tasks"] = tasks;
   out["skipped"] = b.skipped;
   out["truncated"] = b.truncated;
-  out["errors"] = b.errors;
+  out["errors"] = texts(b.errors);
   return out;
 }
 
@@ -137,7 +150,7 @@ PYBIND11_MODULE(_core, m) {
       if (p) std::rethrow_exception(p);
     } catch (const FormatError& e) {
       py::object cls = py::module_::import("tcl.errors").attr("FormatError");
-      PyErr_SetString(cls.ptr(), e.what());
+      PyErr_SetObject(cls.ptr(), text(e.what()).ptr());
     }
   });
   m.attr("SPEC_VERSION") = kSpecVersion;
