@@ -59,6 +59,15 @@ void parse_workload_key(std::string_view key, WorkloadStats& ws) {
   if (!k.at_end()) k.fail("workload key: trailing text");
 }
 
+// Index of an Ansor step code in the vocabulary (1..14), 0 if it is not one; no hashing.
+int ansor_kind(std::string_view code) {
+  static const std::string_view codes[] = {"AN", "FU", "PR", "RE", "SP", "FSP", "FFSP",
+                                           "SA", "CA", "CI", "CR", "CHR", "CHW", "RF"};
+  for (int i = 0; i < 14; ++i)
+    if (code == codes[i]) return i + 1;
+  return 0;
+}
+
 // Flattens one step field into the row: numbers as they are, strings through their code.
 void step_field(Cursor& c, RowWriter& w, bool pragma, std::string& scratch) {
   char p = c.peek();
@@ -89,8 +98,8 @@ void parse_steps(Cursor& c, RowWriter& w, WorkloadStats& ws, std::string& scratc
     bool f = true;
     if (!c.next_item(f)) c.fail("expected a step code");
     std::string_view code = c.string(scratch);
-    int kind = kind_index(code);
-    if (kind == 0 || kind > 14) c.fail("unknown Ansor step code '" + std::string(code) + "'");
+    int kind = ansor_kind(code);
+    if (kind == 0) c.fail("unknown Ansor step code '" + std::string(code) + "'");
     bool is_pr = code == "PR";
     bool is_sp = code == "SP";
     w.begin_row(kind);
@@ -112,8 +121,9 @@ void parse_steps(Cursor& c, RowWriter& w, WorkloadStats& ws, std::string& scratc
 }  // namespace
 
 void parse_ansor_record(Cursor& c, Batch& b, int src, int64_t line) {
-  std::string scratch, workload_key, target;
-  std::vector<int64_t> hw;
+  thread_local std::string scratch, workload_key, target;
+  thread_local std::vector<int64_t> hw;
+  hw.clear();
   bool have_input = false, have_result = false, failed = false;
   double cost = 0;
   float* block = b.new_program();
@@ -140,9 +150,9 @@ void parse_ansor_record(Cursor& c, Batch& b, int src, int64_t line) {
         c.begin_array();
         bool ft = true;
         if (!c.next_item(ft)) c.fail("task: expected a workload key");
-        workload_key = std::string(c.string(scratch));
+        workload_key.assign(c.string(scratch));
         if (!c.next_item(ft)) c.fail("task: expected a target string");
-        target = std::string(c.string(scratch));
+        target.assign(c.string(scratch));
         int item = 2;
         while (c.next_item(ft)) {
           if (item == 2 && c.peek() == '[') {
@@ -190,13 +200,22 @@ void parse_ansor_record(Cursor& c, Batch& b, int src, int64_t line) {
     }
     if (!have_input) c.fail("record has no \"i\" (task and schedule)");
     if (!have_result) c.fail("record has no \"r\" (measurement)");
-    parse_workload_key(workload_key, ws);
+    // Consecutive records usually share their task: parse its key once.
+    thread_local std::string cached_key;
+    thread_local WorkloadStats cached_stats;
+    if (workload_key != cached_key || cached_key.empty()) {
+      WorkloadStats key_stats;
+      parse_workload_key(workload_key, key_stats);
+      cached_key = workload_key;
+      cached_stats = key_stats;
+    }
+    ws.add_key_stats(cached_stats);
     if (!c.at_end()) c.fail("trailing text after the record");
   } catch (...) {
     b.drop_last_program();
     throw;
   }
-  int task = b.task_id(workload_key + '\x1f' + target, workload_key, target, src);
+  int task = b.task_id(workload_key, target, src);
   if (b.tasks[static_cast<size_t>(task)].hardware_params.empty())
     b.tasks[static_cast<size_t>(task)].hardware_params = hw;
   b.finish_program(task, failed, cost, ws, w, src, line);

@@ -24,11 +24,11 @@ py::array_t<T> to_numpy(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
   return py::array_t<T>(shape, owned->data(), owner);
 }
 
-// Hands a malloc'ed buffer to numpy, freed with the array.
+// Hands a FloatBuffer to numpy; the capsule unmaps it with the array.
 py::array_t<float> adopt(FloatBuffer& buf, std::vector<py::ssize_t> shape) {
-  float* p = buf.release();
-  py::capsule owner(p, [](void* q) { std::free(q); });
-  return py::array_t<float>(shape, p, owner);
+  auto* owned = new FloatBuffer(std::move(buf));
+  py::capsule owner(owned, [](void* q) { delete static_cast<FloatBuffer*>(q); });
+  return py::array_t<float>(shape, owned->data, owner);
 }
 
 // Input bytes may be any garbage: text handed back to Python replaces invalid UTF-8.

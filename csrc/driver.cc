@@ -4,11 +4,24 @@
 #include <atomic>
 #include <cstring>
 #include <new>
+
+#include <sys/mman.h>
 #include <thread>
 
 #include "parsers.h"
 
 namespace tcl {
+FloatBuffer::FloatBuffer(size_t n_floats) : bytes(n_floats * sizeof(float)) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  madvise(p, bytes, MADV_HUGEPAGE);  // a hint: ignored where THP is off
+  data = static_cast<float*>(p);
+}
+
+void FloatBuffer::release_memory(float* p, size_t bytes) {
+  if (p) munmap(p, bytes);
+}
+
 namespace {
 
 constexpr size_t kChunkBytes = 1 << 18;
@@ -109,17 +122,20 @@ Featurized featurize_sources(const std::vector<Source>& sources, OnError on_erro
   std::vector<Chunk> chunks;
   for (size_t i = 0; i < sources.size(); ++i) cut_chunks(static_cast<int>(i), sources[i].text, chunks);
 
-  // One zeroed buffer with a slot per line; each chunk fills its slots from the front. calloc
-  // hands out untouched pages lazily, so slots of blank lines and failures cost nothing.
+  // One zeroed buffer with a slot per line; each chunk fills its slots from the front. Untouched
+  // pages are never faulted in, so slots of blank lines and failures cost nothing.
+  auto lines_in = [](const Chunk& ch) {
+    size_t n = static_cast<size_t>(std::count(ch.begin, ch.end, '\n'));
+    return n + (ch.end > ch.begin && ch.end[-1] != '\n' ? 1 : 0);
+  };
   size_t total = 0;
-  for (const Chunk& ch : chunks) total += static_cast<size_t>(std::count(ch.begin, ch.end, '\n')) + 1;
+  for (const Chunk& ch : chunks) total += lines_in(ch);
   Featurized out;
-  out.seq.data = static_cast<float*>(std::calloc(std::max<size_t>(total, 1) * Batch::block(), sizeof(float)));
-  out.workload.data = static_cast<float*>(std::calloc(std::max<size_t>(total, 1) * kWorkloadDim, sizeof(float)));
-  if (!out.seq.data || !out.workload.data) throw std::bad_alloc();
+  out.seq = FloatBuffer(std::max<size_t>(total, 1) * Batch::block());
+  out.workload = FloatBuffer(std::max<size_t>(total, 1) * kWorkloadDim);
   size_t offset = 0;
   for (Chunk& ch : chunks) {
-    ch.batch.capacity = static_cast<size_t>(std::count(ch.begin, ch.end, '\n')) + 1;
+    ch.batch.capacity = lines_in(ch);
     ch.batch.seq_base = out.seq.data + offset * Batch::block();
     ch.batch.workload_base = out.workload.data + offset * kWorkloadDim;
     offset += ch.batch.capacity;

@@ -141,18 +141,26 @@ void Batch::finish_program(int t, bool failed, double c, const WorkloadStats& ws
   line.push_back(ln);
 }
 
-int Batch::task_id(const std::string& key, const std::string& wkl, std::string_view target, int src) {
+int Batch::task_id(std::string_view wkl, std::string_view target, int src) {
+  // Records of one task usually come one after another: skip building and hashing the key.
+  if (last_task >= 0) {
+    const TaskInfo& t = tasks[static_cast<size_t>(last_task)];
+    if (t.workload == wkl && t.target == target) return last_task;
+  }
+  std::string key;
+  key.reserve(wkl.size() + target.size() + 1);
+  key.append(wkl).append(1, '\x1f').append(target);
   auto it = task_index.find(key);
-  if (it != task_index.end()) return it->second;
+  if (it != task_index.end()) return last_task = it->second;
   int id = static_cast<int>(tasks.size());
   TaskInfo info;
   info.key = key;
-  info.workload = wkl;
+  info.workload = std::string(wkl);
   info.target = std::string(target);
   info.source = src;
   tasks.push_back(std::move(info));
-  task_index.emplace(key, id);
-  return id;
+  task_index.emplace(std::move(key), id);
+  return last_task = id;
 }
 
 void Batch::append_metadata(Batch&& o) {

@@ -8,6 +8,7 @@
 // them; bump kSpecVersion whenever anything here changes meaning.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -97,6 +98,13 @@ struct WorkloadStats {
     sum_log_tensor += std::log1p(elems);
     ++n_tensors;
   }
+  // Takes over what a workload key contributes (tags, tensors).
+  void add_key_stats(const WorkloadStats& k) {
+    tags |= k.tags;
+    n_tensors += k.n_tensors;
+    max_tensor = std::max(max_tensor, k.max_tensor);
+    sum_log_tensor += k.sum_log_tensor;
+  }
   void write(float* out, int n_steps) const;
 };
 
@@ -136,7 +144,9 @@ struct Batch {
   // Keeps the program just parsed (or drops it and counts a failure for its task).
   void finish_program(int task, bool failed, double cost, const WorkloadStats& ws,
                       const RowWriter& w, int src, int64_t line);
-  int task_id(const std::string& key, const std::string& workload, std::string_view target, int src);
+  // The task of (workload, target), added on first sight.
+  int task_id(std::string_view workload, std::string_view target, int src);
+  int last_task = -1;
   void append_metadata(Batch&& other);  // concatenates all but the rows, merging task tables
 };
 

@@ -253,7 +253,7 @@ void parse_ms_record(Cursor& c, Batch& b, const std::vector<std::string>& worklo
     throw;
   }
   const std::string& hash = workloads[static_cast<size_t>(widx)];
-  int task = b.task_id(hash + '\x1f' + target, hash, target, src);
+  int task = b.task_id(hash, target, src);
   b.finish_program(task, failed, cost, ws, w, src, line);
 }
 
