@@ -206,11 +206,16 @@ void featurize_traces(const std::vector<std::string_view>& traces, std::string_v
       WorkloadStats ws = shared;
       try {
         Cursor c(traces[i]);
-        parse_ms_trace(c, w, ws);
-        if (!c.at_end()) c.fail("trailing text after the trace");
+        if (c.peek() == '[') {
+          parse_ms_trace(c, w, ws);
+          if (!c.at_end()) c.fail("trailing text after the trace");
+        } else {
+          parse_ms_trace_text(traces[i], w, ws);
+        }
       } catch (const JsonError& err) {
         errors[i] = "trace " + std::to_string(i) + ": " + err.what();
-        return;
+        length[i] = 0;
+        continue;
       }
       length[i] = w.length();
       ws.write(workload + i * kWorkloadDim, w.rows());

@@ -48,8 +48,9 @@ struct Featurized {
 
 Featurized featurize_sources(const std::vector<Source>& sources, OnError on_error, int threads);
 
-// In-memory traces (JSON text of [[insts], [decisions]]) for the search loop: writes the rows,
-// lengths and workload descriptors straight into caller buffers sized for traces.size() programs.
+// In-memory traces for the search loop, each either JSON text of [[insts], [decisions]] or the
+// Python text of str(trace): writes the rows, lengths and workload descriptors straight into
+// caller buffers sized for traces.size() programs.
 // `args_info` (JSON, may be empty) describes the task's tensors and is shared by all traces.
 void featurize_traces(const std::vector<std::string_view>& traces, std::string_view args_info,
                       float* seq, int32_t* length, float* workload, int threads);

@@ -22,4 +22,7 @@ void parse_args_info(Cursor& c, WorkloadStats& ws);
 // A MetaSchedule trace in its JSON form [[insts], [decisions]] -> rows and workload statistics.
 void parse_ms_trace(Cursor& c, RowWriter& w, WorkloadStats& ws);
 
+// The same trace in the Python form `str(trace)` prints; gives the same rows as the JSON form.
+void parse_ms_trace_text(std::string_view text, RowWriter& w, WorkloadStats& ws);
+
 }  // namespace tcl

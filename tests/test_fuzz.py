@@ -71,6 +71,32 @@ CHILD = textwrap.dedent(
             except FormatError:
                 pass
 
+    # str(trace) text, the form the search loop featurizes
+    TEXT = "\n".join([
+        "# from tvm import s_tir",
+        "def apply_trace(sch: s_tir.Schedule) -> None:",
+        '  b0 = sch.get_sblock(name="C", func_name="main")',
+        '  sch.annotate(block_or_loop=b0, ann_key="meta_schedule.tiling_structure", ann_val="SSRSRS")',
+        "  l2, l3, l4 = sch.get_loops(block=b0)",
+        "  v5, v6 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=64, decision=[8, 16])",
+        "  l7, l8 = sch.split(loop=l2, factors=[v5, v6], preserve_unit_iters=True, disable_predication=False)",
+        "  v9 = sch.sample_categorical(candidates=[0, 16, 64, 512], probs=[0.25, 0.25, 0.25, 0.25], decision=3)",
+        "  b10, = sch.get_child_blocks(b0)",
+        "  sch.transform_layout(block=b0, buffer_index=1, index_map=lambda i, j: (j, i), pad_value=None)",
+    ])
+
+    @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(mutation, min_size=1, max_size=6))
+    def fuzz_text(ms):
+        data = TEXT.encode()
+        for m in ms:
+            data = mutate(data.decode("latin-1"), m)
+        try:
+            _core.featurize_traces([data.decode("utf-8", "replace")], "", 1)
+        except FormatError:
+            pass
+        count[0] += 1
+
     @settings(max_examples=200, deadline=None, database=None)
     @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
                         lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=3), c, max_size=3)))
@@ -83,6 +109,7 @@ CHILD = textwrap.dedent(
     fuzz_structures()
     while time.monotonic() < deadline:
         fuzz_lines()
+        fuzz_text()
     print("fuzzed", count[0])
     """
 )
