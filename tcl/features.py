@@ -71,6 +71,7 @@ class TaskInfo:
     name: str = ""
     networks: dict = field(default_factory=dict)  # network -> occurrences
     flops: float | None = None
+    split: str = ""  # "train" / "test" (held-out networks) when task.json says so
     platform: dict | None = None  # platform.json beside the database or in a parent
 
 
@@ -155,6 +156,7 @@ def featurize(paths, errors: str = "raise", threads: int | None = None) -> Featu
             info.weight = float(meta.get("weight", 1.0))
             info.networks = dict(meta.get("networks", {}))
             info.flops = meta.get("flops")
+            info.split = meta.get("split", "")
             stop = next((r for r in roots if r.is_dir() and src.directory.resolve().is_relative_to(r.resolve())), None)
             info.platform = read_platform(src.directory, stop)
         tasks.append(info)
