@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "featurize.h"
+#include "rdu.h"
 
 namespace py = pybind11;
 using namespace tcl;
@@ -141,6 +142,69 @@ py::tuple featurize_trace_texts(const py::list& traces, const std::string& args_
   return py::make_tuple(seq, length, workload);
 }
 
+using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using I32 = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using U8 = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+
+int check_rows(const F32& x, const char* name) {
+  if (x.ndim() != 2) throw py::value_error(std::string(name) + " must be a 2-D array [n, d]");
+  return static_cast<int>(x.shape(1));
+}
+
+void check_len(py::ssize_t got, py::ssize_t n, const char* name) {
+  if (got != n) throw py::value_error(std::string(name) + " must have one entry per row of x");
+}
+
+py::array_t<float> knn_distance_py(const F32& x, const I32& group, int k, int threads) {
+  int d = check_rows(x, "x");
+  py::ssize_t n = x.shape(0);
+  check_len(group.size(), n, "group");
+  py::array_t<float> out(n);
+  const float* xp = x.data();
+  const int32_t* gp = group.data();
+  float* op = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    knn_mean_distance(xp, n, d, gp, k, threads, op);
+  }
+  return out;
+}
+
+py::array_t<float> min_distance_py(const F32& x, const F32& y, int threads) {
+  int d = check_rows(x, "x");
+  if (check_rows(y, "y") != d) throw py::value_error("x and y must have the same width");
+  py::array_t<float> out(x.shape(0));
+  const float* xp = x.data();
+  const float* yp = y.data();
+  float* op = out.mutable_data();
+  py::ssize_t n = x.shape(0), m = y.shape(0);
+  {
+    py::gil_scoped_release release;
+    min_distance(xp, n, yp, m, d, threads, op);
+  }
+  return out;
+}
+
+py::array_t<int64_t> greedy_select_py(const F32& x, const I32& group, const I64& budget, const F32& r,
+                                      const F32& u, const U8& selected, float wr, float wd, float wu,
+                                      int threads) {
+  int d = check_rows(x, "x");
+  py::ssize_t n = x.shape(0);
+  check_len(group.size(), n, "group");
+  check_len(r.size(), n, "r");
+  check_len(u.size(), n, "u");
+  check_len(selected.size(), n, "selected");
+  std::vector<int64_t> picks;
+  {
+    py::gil_scoped_release release;
+    picks = greedy_select(x.data(), n, d, group.data(), budget.data(), budget.size(), r.data(),
+                          u.data(), selected.data(), wr, wd, wu, threads);
+  }
+  auto m = static_cast<py::ssize_t>(picks.size());
+  return to_numpy(std::move(picks), {m});
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -164,6 +228,13 @@ PYBIND11_MODULE(_core, m) {
         "Featurize in-memory sources [(kind, path, data, workload_path, workload_data)].");
   m.def("featurize_traces", &featurize_trace_texts, py::arg("traces"), py::arg("args_info") = "",
         py::arg("threads") = 1, "Featurize trace JSON strings -> (seq, length, workload).");
+  m.def("knn_distance", &knn_distance_py, py::arg("x"), py::arg("group"), py::arg("k"),
+        py::arg("threads") = 0, "Mean distance to the k nearest neighbours within each group.");
+  m.def("min_distance", &min_distance_py, py::arg("x"), py::arg("y"), py::arg("threads") = 0,
+        "Distance from each row of x to the nearest row of y.");
+  m.def("greedy_select", &greedy_select_py, py::arg("x"), py::arg("group"), py::arg("budget"),
+        py::arg("r"), py::arg("u"), py::arg("selected"), py::arg("wr"), py::arg("wd"), py::arg("wu"),
+        py::arg("threads") = 0, "Greedy R+D+U batch selection per group; returns row indices.");
   m.def("string_code", [](const std::string& s) { return string_code(s); });
   m.def("pragma_value", [](const std::string& s) { return pragma_value(s); });
   m.def("name_tags", [](const std::string& s) {

@@ -1,0 +1,58 @@
+"""The C++ RDU kernels against their numpy definitions."""
+
+import numpy as np
+import pytest
+
+from tcl.sampling import kernels, reference
+
+
+def data(n=600, d=12, groups=4, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    g = rng.integers(0, groups, n).astype(np.int32)
+    return x, g, rng
+
+
+@pytest.mark.parametrize("k", [1, 5, 30])
+def test_knn_distance(k):
+    x, g, _ = data()
+    np.testing.assert_allclose(kernels.knn_distance(x, g, k, threads=2), reference.knn_distance(x, g, k), rtol=1e-5)
+
+
+def test_knn_distance_small_groups():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    out = kernels.knn_distance(x, [0, 0, 1], k=4)
+    np.testing.assert_allclose(out, [np.sqrt(8), np.sqrt(8), 0.0])
+
+
+def test_min_distance():
+    x, _, rng = data()
+    y = rng.normal(size=(37, x.shape[1])).astype(np.float32)
+    np.testing.assert_allclose(kernels.min_distance(x, y, threads=2), reference.min_distance(x, y), rtol=1e-5)
+    assert np.all(np.isinf(kernels.min_distance(x, np.zeros((0, x.shape[1]), np.float32))))
+
+
+@pytest.mark.parametrize("weights", [(1, 1, 1), (0, 1, 0), (0.3, 1, 2), (1, 0, 0)])
+def test_greedy_select(weights):
+    x, g, rng = data()
+    r, u = rng.random(len(x)), rng.random(len(x))
+    selected = rng.random(len(x)) < 0.05
+    budget = [10, 0, 25, 200]
+    got = kernels.greedy_select(x, g, budget, r, u, selected, weights, threads=2)
+    want = reference.greedy_select(x, g, budget, r, u, selected, weights)
+    np.testing.assert_array_equal(got, want)
+    assert not selected[got].any() and len(set(got.tolist())) == len(got)
+
+
+def test_pure_diversity_is_k_center():
+    # With only D, the second pick is the farthest point from the first: on a line, the other end.
+    x = np.array([[0.0], [1.0], [2.0], [10.0]], np.float32)
+    picks = kernels.greedy_select(x, [0, 0, 0, 0], [3], np.zeros(4), np.zeros(4), [1, 0, 0, 0], (0, 1, 0))
+    assert picks.tolist() == [3, 2, 1]
+
+
+def test_bad_shapes():
+    with pytest.raises(ValueError, match="group must have one entry"):
+        kernels.knn_distance(np.zeros((3, 2)), [0, 0], 1)
+    with pytest.raises(ValueError, match="group ids"):
+        kernels.knn_distance(np.zeros((2, 2)), [0, -1], 1)
