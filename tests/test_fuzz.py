@@ -115,7 +115,8 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_fuzz_parsers_never_crash(tmp_path):
+def seed_lines() -> list[str]:
+    """Real lines to mutate: stock-TVM database records, shared Ansor logs, the hand-made records."""
     seeds = []
     for p in sorted((HERE / "fixtures" / "ms").glob("*/database_tuning_record.json")):
         seeds += p.read_text().splitlines()[:5]
@@ -124,7 +125,11 @@ def test_fuzz_parsers_never_crash(tmp_path):
         seeds += p.read_text().splitlines()[:5]
     from test_features import HANDMADE
 
-    seeds += [json.dumps(r) for r in HANDMADE]
+    return seeds + [json.dumps(r) for r in HANDMADE]
+
+
+def test_fuzz_parsers_never_crash(tmp_path):
+    seeds = seed_lines()
     seed_file = tmp_path / "seeds.txt"
     seed_file.write_text("\n".join(seeds) + "\n")
     child = tmp_path / "fuzz_child.py"
