@@ -1,0 +1,112 @@
+"""Which programs to measure next: RDU and the baselines it is compared with, on one code path.
+
+Every strategy picks `budget[g]` new programs of each task g from the candidates that are not yet
+measured, given program embeddings `x` (rows), the model's uncertainty `u` and predicted score
+`p` (higher = faster) per program. Scores are normalised to [0, 1] within each task at every call
+(one call = one sampling round), so the weights mean the same on every task and round.
+
+- rdu:               wr * R + wd * D + wu * U, greedy (D updated after every pick)
+- rd:                R + D, no uncertainty
+- diversity:         D only: greedy k-center
+- biased_diversity:  D + bias * predicted speed (BALTO-like: diversity toward fast programs)
+- uncertainty:       the most uncertain programs (ALT-like)
+- random:            uniform within each task
+
+R (representativeness) = 1 / (1 + mean distance to the k nearest neighbours in the task);
+D (diversity) = distance to the nearest measured/picked program, over its maximum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kernels
+
+METHODS = ("rdu", "rd", "diversity", "biased_diversity", "uncertainty", "random")
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Weights of the RDU score; the defaults are what bench/sampling.py's ablation picked."""
+
+    r: float = 1.0
+    d: float = 1.0
+    u: float = 1.0
+    bias: float = 1.0  # biased_diversity: weight of the predicted speed
+    k: int = 10  # neighbours for R
+
+
+def normalize_per_group(v, group) -> np.ndarray:
+    """Min-max scaling to [0, 1] within each group (0 where a group is constant)."""
+    v = np.asarray(v, np.float64)
+    group = np.asarray(group)
+    out = np.zeros(len(v), np.float64)
+    for g in np.unique(group):
+        idx = group == g
+        lo, hi = v[idx].min(), v[idx].max()
+        out[idx] = (v[idx] - lo) / (hi - lo) if hi > lo else 0.0
+    return out
+
+
+def representativeness(x, group, k: int = 10, threads: int = 0) -> np.ndarray:
+    return 1.0 / (1.0 + kernels.knn_distance(x, group, k, threads))
+
+
+def select(method: str, x, group, budget, selected=None, u=None, p=None, weights: Weights = Weights(),
+           rng: np.random.Generator | None = None, threads: int = 0) -> np.ndarray:
+    """Indices of the programs to measure next (see module doc)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown sampling method {method!r}; choose one of {', '.join(METHODS)}")
+    x = np.asarray(x, np.float32)
+    group = np.asarray(group, np.int32)
+    n = len(group)
+    selected = np.zeros(n, bool) if selected is None else np.asarray(selected, bool)
+    budget = np.asarray(budget, np.int64)
+    if method in ("rdu", "uncertainty") and u is None:
+        raise ValueError(f"{method} needs the model's uncertainty u")
+    if method == "biased_diversity" and p is None:
+        raise ValueError("biased_diversity needs the model's predicted scores p")
+    zeros = np.zeros(n)
+
+    if method == "random":
+        rng = rng or np.random.default_rng(0)
+        picks = []
+        for g, b in enumerate(budget):
+            cand = np.nonzero((group == g) & ~selected)[0]
+            picks.append(rng.choice(cand, size=min(b, len(cand)), replace=False))
+        return np.concatenate(picks).astype(np.int64) if picks else np.zeros(0, np.int64)
+    if method == "uncertainty":
+        un = normalize_per_group(u, group)
+        picks = []
+        for g, b in enumerate(budget):
+            cand = np.nonzero((group == g) & ~selected)[0]
+            picks.append(cand[np.argsort(-un[cand], kind="stable")[:b]])
+        return np.concatenate(picks).astype(np.int64) if picks else np.zeros(0, np.int64)
+
+    w = weights
+    if method == "diversity":
+        r, un, wts = zeros, zeros, (0.0, 1.0, 0.0)
+    elif method == "biased_diversity":
+        r, un, wts = normalize_per_group(p, group), zeros, (w.bias, 1.0, 0.0)
+    else:
+        r = normalize_per_group(representativeness(x, group, w.k, threads), group)
+        un = normalize_per_group(u, group) if method == "rdu" else zeros
+        wts = (w.r, w.d, w.u if method == "rdu" else 0.0)
+    return kernels.greedy_select(x, group, budget, r, un, selected, wts, threads)
+
+
+def per_task_budget(group, fraction: float | None = None, count: int | None = None, minimum: int = 1) -> np.ndarray:
+    """Programs to measure per task: a fraction of each task's pool (or a total count split in
+    proportion to pool sizes), at least `minimum` per task so that every task gets programs."""
+    sizes = np.bincount(np.asarray(group), minlength=int(np.max(group)) + 1 if len(group) else 0)
+    if (fraction is None) == (count is None):
+        raise ValueError("give exactly one of fraction and count")
+    if fraction is not None:
+        if not 0 < fraction <= 1:
+            raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+        want = np.ceil(sizes * fraction)
+    else:
+        want = np.floor(sizes * (count / max(1, sizes.sum())))
+    return np.minimum(sizes, np.maximum(want, minimum)).astype(np.int64)

@@ -1,0 +1,53 @@
+"""Selection strategies: every method on one code path, budgets per task, nothing picked twice."""
+
+import numpy as np
+import pytest
+
+from tcl.sampling import reference
+from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select
+
+
+def pool(n=400, d=8, tasks=5, seed=1):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)), rng.integers(0, tasks, n), rng
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_respects_budgets(method):
+    x, g, rng = pool()
+    selected = rng.random(len(g)) < 0.1
+    budget = per_task_budget(g, fraction=0.1)
+    picks = select(method, x, g, budget, selected, u=rng.random(len(g)), p=rng.random(len(g)), rng=rng)
+    assert len(set(picks.tolist())) == len(picks)
+    assert not selected[picks].any()
+    assert np.array_equal(np.bincount(g[picks], minlength=len(budget)), budget)
+
+
+def test_rdu_matches_reference_composition():
+    x, g, rng = pool()
+    u = rng.random(len(g))
+    w = Weights(r=0.5, d=1.0, u=2.0, k=7)
+    budget = per_task_budget(g, fraction=0.2)
+    got = select("rdu", x, g, budget, u=u, weights=w)
+    r = normalize_per_group(1 / (1 + reference.knn_distance(x, g, 7)), g)
+    want = reference.greedy_select(x, g, budget, r, normalize_per_group(u, g), None, (0.5, 1.0, 2.0))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_uncertainty_takes_the_most_uncertain():
+    x, g, rng = pool()
+    u = rng.random(len(g))
+    picks = select("uncertainty", x, g, [2] * 5, u=u)
+    for t in range(5):
+        idx = np.nonzero(g == t)[0]
+        assert set(picks[g[picks] == t]) == set(idx[np.argsort(-u[idx])[:2]])
+
+
+def test_budget_rules_and_errors():
+    g = np.array([0] * 50 + [1] * 5 + [2] * 1)
+    assert per_task_budget(g, fraction=0.1).tolist() == [5, 1, 1]
+    assert per_task_budget(g, count=28, minimum=2).tolist() == [25, 2, 1]
+    with pytest.raises(ValueError, match="unknown sampling method"):
+        select("magic", np.zeros((3, 2)), [0, 0, 0], [1])
+    with pytest.raises(ValueError, match="needs the model's uncertainty"):
+        select("rdu", np.zeros((3, 2)), [0, 0, 0], [1])
