@@ -133,6 +133,9 @@ Featurized featurize_sources(const std::vector<Source>& sources, OnError on_erro
   Featurized out;
   out.seq = FloatBuffer(std::max<size_t>(total, 1) * Batch::block());
   out.workload = FloatBuffer(std::max<size_t>(total, 1) * kWorkloadDim);
+  // Where each chunk writes: after the previous chunk's slots. On one thread chunks run in
+  // order, so each starts right after the programs the previous one really kept (no gaps to close).
+  const bool in_order = threads <= 1 || chunks.size() <= 1;
   size_t offset = 0;
   for (Chunk& ch : chunks) {
     ch.batch.capacity = lines_in(ch);
@@ -140,9 +143,14 @@ Featurized featurize_sources(const std::vector<Source>& sources, OnError on_erro
     ch.batch.workload_base = out.workload.data + offset * kWorkloadDim;
     offset += ch.batch.capacity;
   }
+  size_t kept_before = 0;
 
-  run_parallel(chunks.size(), threads, [&](size_t k) {
+  run_parallel(chunks.size(), in_order ? 1 : threads, [&](size_t k) {
     Chunk& ch = chunks[k];
+    if (in_order) {
+      ch.batch.seq_base = out.seq.data + kept_before * Batch::block();
+      ch.batch.workload_base = out.workload.data + kept_before * kWorkloadDim;
+    }
     const Source& s = sources[static_cast<size_t>(ch.src)];
     const auto& wl = workloads[static_cast<size_t>(ch.src)];
     for_each_line(ch.begin, ch.end, ch.first_line, [&](const char* b, const char* e, int64_t line) {
@@ -164,6 +172,7 @@ Featurized featurize_sources(const std::vector<Source>& sources, OnError on_erro
       }
       return true;
     });
+    kept_before += ch.batch.size();
   });
   for (const Chunk& ch : chunks)
     if (!ch.error.empty()) throw FormatError(ch.error);
