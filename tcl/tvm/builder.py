@@ -1,10 +1,15 @@
 """Fast MetaSchedule builder/runner and the host target (see TVM_NOTES.md, "The builder trap")."""
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
 import sys
 
-import tvm
+from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.meta_schedule.builder import local_builder
+from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 from tvm.target import Target, codegen
 
 
@@ -28,10 +33,73 @@ def _pickle_f_build_by_value() -> None:
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
-def make_builder(max_workers: int | None = None, timeout_sec: float = 60.0) -> ms.builder.LocalBuilder:
-    """LocalBuilder with the fast `f_build` (max_workers defaults to the CPU count)."""
+@derived_object
+class PersistentBuilder(ms.builder.PyBuilder):
+    """LocalBuilder's work (fast `f_build`, default export) in a worker pool kept across build() calls.
+
+    The stock LocalBuilder starts new workers for every call (each imports tvm and torch, ~3 s) to
+    dodge a slow memory leak in long-lived workers; here the pool is replaced every `recycle_after`
+    builds instead.
+    """
+
+    def __init__(self, max_workers: int | None = None, timeout_sec: float = 60.0, recycle_after: int = 256):
+        super().__init__()
+        self.max_workers = max_workers or os.cpu_count() or 1
+        self.timeout_sec, self.recycle_after = timeout_sec, recycle_after
+        self._pool, self._built = None, 0
+
+    def build(self, build_inputs):
+        if self._pool is None or self._built >= self.recycle_after:
+            self.shutdown()
+            self._pool = PopenPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_sec)
+        self._built += len(build_inputs)
+        args = [(f_build, None, b.mod, b.target, local_builder._serialize_params(b.params)) for b in build_inputs]
+        results = []
+        for r in self._pool.map_with_error_catching(lambda x: local_builder._worker_func(*x), args):
+            if r.status == StatusKind.COMPLETE:
+                results.append(ms.builder.BuilderResult(r.value, None))
+            elif r.status == StatusKind.TIMEOUT:
+                results.append(ms.builder.BuilderResult(None, f"build timed out after {self.timeout_sec} s"))
+            else:
+                results.append(ms.builder.BuilderResult(None, f"build failed: {r.value}"))
+        return results
+
+    def shutdown(self):
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+def make_builder(max_workers: int | None = None, timeout_sec: float = 60.0, persistent: bool = True):
+    """A builder with the fast `f_build` (max_workers defaults to the CPU count).
+
+    persistent=False gives the stock LocalBuilder (new worker processes for every build() call).
+    """
     _pickle_f_build_by_value()
+    if persistent:
+        return PersistentBuilder(max_workers=max_workers, timeout_sec=timeout_sec)
     return ms.builder.LocalBuilder(f_build=f_build, max_workers=max_workers, timeout_sec=timeout_sec)
+
+
+def import_cpu_tensor_intrin() -> None:
+    """Register the CPU tensor intrinsics without the CUDA/ROCm/Hexagon ones.
+
+    `ms.TuneContext` runs `import tvm.s_tir.tensor_intrin`, whose __init__ imports every backend's
+    intrinsics: 23-34 s, 2/3 of it CUDA. CPU schedule rules only use the x86 and Arm ones. This
+    registers the package without running its __init__, so TuneContext's import finds it done; do not
+    call it in a process that will also tune for a GPU.
+    """
+    name = "tvm.s_tir.tensor_intrin"
+    if name in sys.modules:
+        return
+    package = importlib.util.module_from_spec(importlib.util.find_spec(name))
+    sys.modules[name] = package
+    try:
+        for backend in ("x86", "arm_cpu"):
+            importlib.import_module(f"{name}.{backend}")
+    except BaseException:
+        del sys.modules[name]
+        raise
 
 
 def make_runner(
@@ -76,4 +144,4 @@ def default_target(num_cores: int | None = None, mcpu: str | None = None) -> Tar
     return Target({"kind": "llvm", "mcpu": mcpu or host_cpu(), "num-cores": int(num_cores)})
 
 
-__all__ = ["f_build", "make_builder", "make_runner", "default_target", "host_cpu"]
+__all__ = ["f_build", "PersistentBuilder", "make_builder", "import_cpu_tensor_intrin", "make_runner", "default_target", "host_cpu"]

@@ -1,0 +1,223 @@
+"""tcl.tvm.collect end to end on one tiny task: LocalRunner, a real RPC tracker + server, resume
+after an interrupted run (cut line, kill -9), re-measuring on another target, and the readers."""
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tvm
+tvm = pytest.importorskip("tvm")
+
+from tvm.s_tir import meta_schedule as ms  # noqa: E402
+
+from tcl.records import read, read_platform  # noqa: E402
+from tcl.tvm import networks as nets  # noqa: E402
+from tcl.tvm.builder import default_target  # noqa: E402
+from tcl.tvm.collect import CollectError, collect, remeasure, task_split  # noqa: E402
+
+TASK = "sweep_matmul_64x64x64"  # a tiny task with a large design space
+SMALL = dict(task_filter="matmul_64x64x64", batch_size=3, repeat=2, population=32)
+
+
+def _records_file(d: Path) -> Path:
+    (task_dir,) = [p for p in d.iterdir() if p.name.startswith(TASK)]
+    return task_dir / "database_tuning_record.json"
+
+
+def _trace_lines(path: Path) -> list[str]:
+    return [json.dumps(json.loads(l)[1][0]) for l in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    out = tmp_path_factory.mktemp("local")
+    stream = io.StringIO()
+    result = collect("sweep", out, 6, default_target(2), held_out=("bert_tiny",), progress_stream=stream, **SMALL)
+    return out, result, stream.getvalue()
+
+
+def test_collect_local_writes_a_stock_database(local):
+    out, result, progress = local
+    assert result["measured"] == 6 and result["tasks_worked_on"] == 1 and result["stopped"] is None
+    rec_file = _records_file(out)
+    d = rec_file.parent
+    shash = d.name.rsplit("-", 1)[1]
+
+    # stock MetaSchedule reads it; the directory is keyed by the workload's structural hash
+    db = ms.database.JSONDatabase(work_dir=str(d))
+    records = db.get_all_tuning_records()
+    assert len(records) == 6
+    assert json.loads((d / "database_workload.json").read_text().splitlines()[0])[0] == shash
+    assert len({str(r.trace) for r in records}) == 6  # no duplicate traces
+    ok = [r for r in records if min(float(s) for s in r.run_secs) < 1e9]
+    assert ok, "no program of a 64x64x64 matmul ran"
+    for r in records:
+        secs = [float(s) for s in r.run_secs]
+        assert secs == [1e10] or (len(secs) == 2 and all(0 < s < 1 for s in secs))  # 2 repeats, or a failure
+
+    info = json.loads((d / "task.json").read_text())
+    assert info["name"] == TASK and info["shash"] == shash and info["networks"] == ["sweep"]
+    assert info["split"] == "train" and info["flops"] == 2 * 64**3
+    assert info["summary"]["programs"] + info["summary"]["failures"] == 6 and info["summary"]["cv_median"] >= 0
+
+    plat = json.loads((out / "platform.json").read_text())
+    assert plat["cores"] == 2 and plat["vector_isa"] and plat["vector_bits"] >= 128
+    assert plat["l2_kb"] and plat["memory_gb"] and plat["host_detected"] and plat["rpc"] is None
+
+    # the project's numpy-only reader loads the dataset too
+    res = read(out)
+    assert len(res.records) + len(res.failed) == 6 and res.skipped == 0
+    assert read_platform(d)["target"] == plat["target"]
+
+    log = (out / "collect-log.txt").read_text()
+    assert "task 1/1 " + TASK in log and "with evolutionary search" in log  # both halves of the mix ran
+    assert "6/6 programs" in progress and "ETA" in progress
+
+
+def test_remeasure_same_programs_on_another_target(local, tmp_path):
+    src, _, _ = local
+    result = remeasure(src, tmp_path / "haswell", "llvm -mcpu=haswell -num-cores=1", batch_size=3, repeat=2,
+                       progress_stream=io.StringIO())
+    assert result["measured"] == 6
+    assert _trace_lines(_records_file(tmp_path / "haswell")) == _trace_lines(_records_file(src))
+    plat = json.loads((tmp_path / "haswell" / "platform.json").read_text())
+    assert plat["mcpu"] == "haswell" and plat["cores"] == 1 and plat["vector_isa"] == "avx2"
+    assert plat["vector_bits"] == 256
+    target = json.loads(_records_file(tmp_path / "haswell").read_text().splitlines()[0])[1][2]
+    assert target["mcpu"] == "haswell"
+
+
+def test_resume_after_a_cut_line(local, tmp_path):
+    src, _, _ = local
+    out = tmp_path / "resume"
+    shutil.copytree(src, out)
+    rec = _records_file(out)
+    lines = rec.read_bytes().splitlines(keepends=True)
+    rec.write_bytes(b"".join(lines[:4]) + lines[4][:40])  # a kill in the middle of writing line 5
+    result = collect("sweep", out, 8, default_target(2), held_out=("bert_tiny",), progress_stream=io.StringIO(), **SMALL)
+    assert result["measured"] == 4  # 8 wanted, 4 intact records kept
+    new = rec.read_bytes().splitlines(keepends=True)
+    assert len(new) == 8 and new[:4] == lines[:4]
+    assert len(set(_trace_lines(rec))) == 8
+    assert "dropped a line cut by an interrupted run" in (out / "collect-log.txt").read_text()
+    # a finished task is not touched again; a time limit stops before any work
+    again = collect("sweep", out, 8, default_target(2), held_out=("bert_tiny",), progress_stream=io.StringIO(), **SMALL)
+    assert again["measured"] == 0 and again["tasks_worked_on"] == 0
+    stopped = collect("sweep", out, 20, default_target(2), max_minutes=1e-6, held_out=None,
+                      progress_stream=io.StringIO(), **SMALL)
+    assert stopped["stopped"] == "max_minutes" and stopped["measured"] == 0
+
+
+def test_resume_after_kill_9(tmp_path):
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "tcl.tvm.collect", "--network", "sweep", "--task-filter", "matmul_64x64x64",
+           "--programs-per-task", "9", "--batch-size", "3", "--repeat", "2", "--random-fraction", "1",
+           "--num-cores", "2", "--held-out", "none", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 150
+        while time.time() < deadline and proc.poll() is None:
+            recs = list(out.glob("*/database_tuning_record.json"))
+            if recs and recs[0].read_bytes().count(b"\n") >= 3:
+                break
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    rec = _records_file(out)
+    kept = rec.read_bytes()
+    kept = kept[: kept.rfind(b"\n") + 1]  # the complete lines
+    n_kept = kept.count(b"\n")
+    assert 3 <= n_kept < 9, f"{n_kept} records when killed"
+    result = collect("sweep", out, 9, default_target(2), random_fraction=1.0, held_out=None,
+                     progress_stream=io.StringIO(), **SMALL)
+    assert result["measured"] == 9 - n_kept
+    assert rec.read_bytes().startswith(kept)  # written records stay
+    assert len(set(_trace_lines(rec))) == 9
+    assert len(ms.database.JSONDatabase(work_dir=str(rec.parent)).get_all_tuning_records()) == 9
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def rpc_tracker():
+    pytest.importorskip("tornado", reason="TVM's RPC tracker needs tornado")
+    port, server_port = _free_port(), _free_port()
+    procs = [subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1",
+                               "--port", str(port), "--port-end", str(port + 1), "--silent"])]
+    try:
+        from tvm import rpc
+
+        deadline = time.time() + 60
+        while True:  # the tracker is up
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.time() < deadline and procs[0].poll() is None, "the RPC tracker did not start"
+                time.sleep(0.2)
+        procs.append(subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_server", "--host", "127.0.0.1",
+                                       "--port", str(server_port), "--port-end", str(server_port + 1),
+                                       "--tracker", f"127.0.0.1:{port}", "--key", "tcl-test", "--silent"]))
+        while "tcl-test" not in rpc.connect_tracker("127.0.0.1", port).summary().get("queue_info", {}):
+            assert time.time() < deadline and procs[1].poll() is None, "the RPC server did not register"
+            time.sleep(0.3)
+        yield port
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=20)
+
+
+def test_collect_through_rpc_tracker(rpc_tracker, tmp_path):
+    out = tmp_path / "rpc"
+    result = collect("sweep", out, 4, default_target(2), rpc=f"127.0.0.1:{rpc_tracker}", key="tcl-test",
+                     random_fraction=1.0, held_out=None, progress_stream=io.StringIO(), **SMALL)
+    assert result["measured"] == 4
+    records = ms.database.JSONDatabase(work_dir=str(_records_file(out).parent)).get_all_tuning_records()
+    assert len(records) == 4
+    assert any(len(r.run_secs) == 2 and 0 < float(r.run_secs[0]) < 1 for r in records)
+    assert json.loads((out / "platform.json").read_text())["rpc"] == f"127.0.0.1:{rpc_tracker} key=tcl-test"
+    with pytest.raises(CollectError, match="no RPC server with key 'other'"):
+        collect("sweep", tmp_path / "x", 4, default_target(2), rpc=f"127.0.0.1:{rpc_tracker}", key="other")
+
+
+def test_clear_errors(tmp_path):
+    with pytest.raises(CollectError, match="unknown network 'resnet1000'.*resnet18"):
+        collect("resnet1000", tmp_path, 4)
+    with pytest.raises(CollectError, match="mcpu='not-a-cpu'"):
+        collect("sweep", tmp_path, 4, "llvm -mcpu=not-a-cpu -num-cores=1")
+    start = time.time()
+    with pytest.raises(CollectError, match="cannot reach the TVM RPC tracker"):
+        collect("sweep", tmp_path, 4, default_target(2), rpc=f"127.0.0.1:{_free_port()}", key="k")
+    assert time.time() - start < 30
+    assert not list(tmp_path.iterdir())  # nothing written before the checks pass
+
+
+def test_network_tasks_and_split():
+    target = default_target(2)
+    bert = nets.network_tasks("bert_tiny", target)
+    assert len(bert) >= 10 and sum(t.weight for t in bert) > len(bert)  # repeated layers share tasks
+    matmuls = [t for t in bert if "matmul" in t.name]
+    assert matmuls and all(t.flops > 0 for t in matmuls)
+    dcgan = nets.network_tasks("dcgan", target)
+    assert any("conv2d_transpose" in t.name for t in dcgan)
+    held = {t.shash for t in bert}
+    assert task_split({"shash": bert[0].shash, "networks": ["vit_tiny"]}, held) == "test"  # shared: held out
+    assert task_split({"shash": dcgan[0].shash, "networks": ["dcgan"]}, held) == "train"
+    assert task_split({"shash": "1", "networks": ["resnet50"]}, set()) == "test"
+    with pytest.raises(nets.UnknownNetworkError):
+        nets.network_tasks("nope", target)
