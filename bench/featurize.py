@@ -60,7 +60,6 @@ def bench_ansor(paths, repeats):
 
 def bench_metaschedule(db_dirs, repeats):
     try:
-        import tvm
         from tvm.s_tir import meta_schedule as ms
     except ImportError:
         return None

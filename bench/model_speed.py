@@ -15,16 +15,13 @@ import os
 import platform
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from tcl.export import INPUT_NAMES, example_inputs, export_onnx
 from tcl.model import CostModelConfig, MambaCostModel, lambda_rank_loss
-
-NAMES = ["seq", "lengths", "workload", "hardware"]
-
 
 def best_of(fn, repeats):
     fn()  # warm-up
@@ -34,33 +31,6 @@ def best_of(fn, repeats):
         fn()
         ts.append(time.perf_counter() - t)
     return min(ts)  # min: the 2 cores are shared, other processes only add time
-
-
-def inputs(cfg, batch, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(1, cfg.seq_len + 1, (batch,), generator=g)
-    seq = torch.randn(batch, cfg.seq_len, cfg.feature_dim, generator=g)
-    seq[torch.arange(cfg.seq_len) >= lengths[:, None]] = 0  # padded at the end, as features are
-    return (seq, lengths, torch.randn(batch, cfg.workload_dim, generator=g),
-            torch.randn(batch, cfg.hardware_dim, generator=g))
-
-
-def export_onnx(model, cfg, path):
-    """Dynamo export, fixed L, dynamic batch; stack-trace metadata stripped (~280 KB)."""
-    import onnx
-
-    batch = torch.export.Dim("batch")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prog = torch.onnx.export(model, inputs(cfg, 4), input_names=NAMES,
-                                 output_names=["score"], dynamo=True,
-                                 dynamic_shapes={n: {0: batch} for n in NAMES})
-    proto = prog.model_proto
-    del proto.metadata_props[:]
-    for node in proto.graph.node:
-        del node.metadata_props[:]
-    onnx.save(proto, path)
-    return proto
 
 
 def main():
@@ -84,13 +54,13 @@ def main():
                          **extra))
 
     for b in args.batches:
-        x = inputs(cfg, b)
+        x = example_inputs(cfg, b)
         with torch.inference_mode():
             row("torch eager forward", b, best_of(lambda: model(*x), args.repeats))
 
     # training cost for reference: forward + LambdaRank + backward at the largest batch
     b = max(args.batches)
-    x = inputs(cfg, b)
+    x = example_inputs(cfg, b)
     labels, groups = torch.rand(b) * 0.9 + 0.1, torch.arange(b) // 64
     model.train()
     row("torch train step (fwd+loss+bwd)", b, best_of(
@@ -104,15 +74,15 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.onnx")
             t = time.perf_counter()
-            proto = export_onnx(model, cfg, path)
+            proto = export_onnx(model, path)
             export = dict(ok=True, seconds=time.perf_counter() - t, nodes=len(proto.graph.node),
                           file_kb=os.path.getsize(path) / 1e3, opset=proto.opset_import[0].version)
             so = ort.SessionOptions()
             so.intra_op_num_threads = so.inter_op_num_threads = 1
             sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         for b in args.batches:
-            x = inputs(cfg, b, seed=b)  # a batch size the export never saw
-            feed = {n: v.numpy() for n, v in zip(NAMES, x)}
+            x = example_inputs(cfg, b, seed=b)  # a batch size the export never saw
+            feed = {n: v.numpy() for n, v in zip(INPUT_NAMES, x)}
             with torch.inference_mode():
                 want = model(*x).numpy()
             diff = float(np.abs(sess.run(None, feed)[0] - want).max())

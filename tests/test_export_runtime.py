@@ -1,0 +1,91 @@
+"""ONNX export vs torch on real features, and the onnxruntime Scorer's contract."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+import tcl  # noqa: E402
+from tcl.export import export_onnx, read_metadata, torch_scores  # noqa: E402
+from tcl.hardware import HARDWARE_DIM, hardware_vector  # noqa: E402
+from tcl.model import CostModelConfig, MambaCostModel  # noqa: E402
+from tcl.runtime import Scorer  # noqa: E402
+from test_features import MS_FIXTURE, SHARED_ANSOR  # noqa: E402
+
+PLATFORM = {"cores": 2, "threads": 2, "vector_bits": 512, "target": "llvm -mcpu=znver4"}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    torch.manual_seed(0)
+    cfg = CostModelConfig(feature_dim=tcl.SPEC.row_dim, seq_len=tcl.SPEC.seq_len,
+                          workload_dim=tcl.SPEC.workload_dim, hardware_dim=HARDWARE_DIM)
+    model = MambaCostModel(cfg).eval()
+    path = tmp_path_factory.mktemp("onnx") / "model.onnx"
+    export_onnx(model, path, platform=PLATFORM)
+    return model, path
+
+
+def real_features():
+    paths = [MS_FIXTURE] + ([SHARED_ANSOR] if SHARED_ANSOR.is_dir() else [])
+    fs = tcl.featurize(paths)
+    idx = np.random.default_rng(0).choice(len(fs), size=min(700, len(fs)), replace=False)
+    return fs.seq[idx], fs.length[idx], fs.workload[idx]
+
+
+def test_onnxruntime_matches_torch_on_real_features(exported):
+    model, path = exported
+    seq, length, workload = real_features()
+    hw = np.broadcast_to(hardware_vector(PLATFORM), (len(length), HARDWARE_DIM))
+    scorer = Scorer(path, chunk=128)
+    ours = scorer.score(seq, length, workload)  # the platform's hardware vector from metadata
+    ref = torch_scores(model, seq, length, workload, hw)
+    np.testing.assert_allclose(ours, ref, atol=1e-5, rtol=0)
+    # batch sizes the export never saw, including 1
+    np.testing.assert_allclose(scorer.score(seq[:1], length[:1], workload[:1]), ref[:1], atol=1e-5, rtol=0)
+
+
+def test_metadata_and_size(exported):
+    _, path = exported
+    meta = read_metadata(path)
+    assert meta["spec_version"] == tcl.SPEC.version and meta["platform"] == PLATFORM
+    assert meta["config"]["d_model"] == 128
+    assert path.stat().st_size < 600_000  # no stack-trace metadata left
+
+
+def test_scorer_refuses_another_feature_version(exported, tmp_path):
+    import onnx
+
+    _, path = exported
+    proto = onnx.load(str(path))
+    for p in proto.metadata_props:
+        if p.key == "tcl.spec_version":
+            p.value = json.dumps(tcl.SPEC.version + 1)
+    bad = tmp_path / "old.onnx"
+    onnx.save(proto, str(bad))
+    with pytest.raises(tcl.FormatError, match="feature spec version"):
+        Scorer(bad)
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    with pytest.raises(tcl.FormatError, match="not a loadable ONNX model"):
+        Scorer(tmp_path / "junk.onnx")
+
+
+def test_scorer_scores_traces_without_torch(exported, tmp_path):
+    _, path = exported
+    recs = [json.loads(line)[1][0] for line in
+            (MS_FIXTURE / "matmul_128" / "database_tuning_record.json").read_text().splitlines()[:20]]
+    code = (
+        "import sys, json, numpy as np\n"
+        "from tcl.runtime import Scorer\n"
+        f"traces = json.loads({json.dumps(json.dumps(recs))})\n"
+        f"s = Scorer({str(path)!r}).score_traces(traces)\n"
+        "assert s.shape == (20,) and np.isfinite(s).all()\n"
+        "assert 'torch' not in sys.modules, 'the scorer imported torch'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
