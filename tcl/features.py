@@ -69,7 +69,7 @@ class TaskInfo:
     hardware_params: list = field(default_factory=list)
     weight: float = 1.0  # occurrences in its network(s), from task.json; 1 when unknown
     name: str = ""
-    networks: dict = field(default_factory=dict)  # network -> occurrences
+    networks: dict = field(default_factory=dict)  # network -> occurrences in it
     flops: float | None = None
     split: str = ""  # "train" / "test" (held-out networks) when task.json says so
     platform: dict | None = None  # platform.json beside the database or in a parent
@@ -154,7 +154,9 @@ def featurize(paths, errors: str = "raise", threads: int | None = None) -> Featu
             meta = read_task_info(src.directory) or {}
             info.name = meta.get("name", "")
             info.weight = float(meta.get("weight", 1.0))
-            info.networks = dict(meta.get("networks", {}))
+            # task.json: "weights" {network: occurrences}; "networks" a list (or such a dict)
+            nets = meta.get("weights") or meta.get("networks") or {}
+            info.networks = {n: 1 for n in nets} if isinstance(nets, list) else dict(nets)
             info.flops = meta.get("flops")
             info.split = meta.get("split", "")
             stop = next((r for r in roots if r.is_dir() and src.directory.resolve().is_relative_to(r.resolve())), None)

@@ -103,19 +103,36 @@ def discover(paths: list[str | os.PathLike] | str | os.PathLike) -> list[Source]
                 fp = root_p / f
                 if _base_name(fp) in _SIDE_FILES or f.startswith("."):
                     continue
-                if _base_name(fp).endswith((".json", ".log")):
+                if _base_name(fp).endswith((".json", ".log")) and _looks_like_ansor(fp):
                     sources.append(Source("ansor", fp))
     return sources
 
 
+def _looks_like_ansor(path: Path) -> bool:
+    """Found while walking a directory: a log whose first record is a JSON object (not, say, a
+    text log file that also ends in .log). Files named explicitly are always read."""
+    try:
+        head = read_bytes(path)[:4096] if path.suffix in _COMPRESSED else path.open("rb").read(4096)
+    except (OSError, FormatError):
+        return False
+    for line in head.split(b"\n"):
+        s = line.strip()
+        if s and not s.startswith(b"#"):
+            return s.startswith(b"{")
+    return False
+
+
 def read_platform(directory: Path, stop: Path | None = None) -> dict | None:
-    """platform.json in `directory` or the nearest parent (not above `stop`)."""
+    """platform.json in `directory` or the nearest parent (not above `stop`); its "name" defaults
+    to the name of the directory that holds it."""
     d = directory.resolve()
     stop = stop.resolve() if stop is not None else None
     while True:
         p = _find(d, "platform.json")
         if p is not None:
-            return _load_json_file(p)
+            platform = _load_json_file(p)
+            platform.setdefault("name", d.name)  # datasets/<platform>/platform.json
+            return platform
         if d == stop or d.parent == d:
             return None
         d = d.parent
