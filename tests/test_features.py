@@ -207,3 +207,23 @@ def test_import_needs_numpy_only(tmp_path):
     code = "import sys, tcl; tcl.featurize_traces(['[[],[]]']); " \
            "bad = [m for m in ('torch', 'tvm', 'onnxruntime') if m in sys.modules]; assert not bad, bad"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)  # the installed tcl
+
+
+def test_dataset_tree_with_task_and_platform_files(tmp_path):
+    root = tmp_path / "datasets" / "cpu-avx512"
+    for i, db in enumerate(sorted(d for d in MS_FIXTURE.iterdir() if d.is_dir())):
+        shutil.copytree(db, root / db.name)
+        (root / db.name / "task.json").write_text(json.dumps(
+            {"name": db.name, "weight": 3, "weights": {"resnet18": 2, "vgg11": 1},
+             "networks": ["resnet18", "vgg11"], "flops": 1e6 * (i + 1), "split": "train"}))
+    (root / "platform.json").write_text(json.dumps({"cores": 2, "vector_bits": 512}))
+    (root / "collect.log").write_text("2026-11-29 12:00:00 INFO not a record\n")  # skipped
+    fs = tcl.featurize(tmp_path / "datasets")
+    assert len(fs.tasks) == 2
+    for t in fs.tasks:
+        assert t.weight == 3 and t.networks == {"resnet18": 2, "vgg11": 1} and t.split == "train"
+        assert t.platform == {"cores": 2, "vector_bits": 512, "name": "cpu-avx512"}
+    from tcl.cli import dataset_info
+
+    info = dataset_info([tmp_path / "datasets"])
+    assert info["cpu-avx512"]["tasks"] == 2 and info["cpu-avx512"]["networks"] == ["resnet18", "vgg11"]
