@@ -54,6 +54,37 @@ def _info(args):
         print(f"{name[:40]:<40} {v['programs']:>9} {v['tasks']:>6} {v['failed']:>7}  {nets}")
 
 
+def _train(args):
+    from .evaluate import evaluate
+    from .train import fit
+
+    cfg = {"d_model": args.d_model, "n_layer": args.n_layer, "d_state": args.d_state} \
+        if args.arch == "mamba" else {"d_model": args.d_model}
+    _, ck, data, test_ids = fit(
+        args.paths, args.out, arch=args.arch, model_config=cfg, test_fraction=args.test_fraction,
+        val_fraction=args.val_fraction, seed=args.seed, epochs=args.epochs, lr=args.lr,
+        batch_tasks=args.batch_tasks, group_size=args.group_size, patience=args.patience,
+        threads=args.threads, progress=not args.quiet)
+    m = ck["meta"]
+    val = "-" if m["best_val_top1"] is None else f"{m['best_val_top1']:.4f}"
+    print(f"{args.arch}: {m['programs']} programs; tasks {len(m['train_tasks'])} train, "
+          f"{len(m['val_tasks'])} val, {len(m['test_tasks'])} test; {m['epochs']} epochs "
+          f"(best {m['best_epoch']}, val top1 {val}); {m['seconds']:.1f} s; "
+          f"{m['size_mb']:.3f} MB -> {args.out}")
+    if test_ids:
+        p = evaluate(args.out, data)["pooled"]  # the tasks the checkpoint did not see
+        print(f"held-out tasks: top1 {p['top1']:.4f}, top5 {p['top5']:.4f}, "
+              f"pairwise {p['pairwise']:.4f}")
+
+
+def _eval(args):
+    from .evaluate import default_model_path, evaluate, format_table
+
+    result = evaluate(args.model or default_model_path(), args.paths, all_tasks=args.all,
+                      threads=args.threads)
+    print(json.dumps(result, indent=1) if args.json else format_table(result))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tcl",
@@ -84,6 +115,53 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("paths", nargs="+", help="dataset directories, databases or log files")
     i.add_argument("--json", action="store_true", help="print one JSON object")
     i.set_defaults(run=_info)
+
+    t = sub.add_parser(
+        "train",
+        help="train a cost model (Mamba, or the TLP baseline) on datasets",
+        description="Train a cost model with LambdaRank within each task on Ansor logs and/or "
+        "MetaSchedule databases. Tasks split 'test' in task.json are held out (else "
+        "--test-fraction of them, by seed); --val-fraction of the rest validate each epoch, and "
+        "the state with the best validation Top-1 is saved (early stopping after --patience).",
+    )
+    t.add_argument("paths", nargs="+", help="log files and/or database directories")
+    t.add_argument("--out", required=True, help="checkpoint file to write (e.g. model.pt)")
+    t.add_argument("--arch", choices=["mamba", "tlp"], default="mamba", help="model (default mamba)")
+    t.add_argument("--epochs", type=int, default=50, help="at most this many epochs (default 50)")
+    t.add_argument("--lr", type=float, default=7e-4, help="Adam learning rate (default 7e-4)")
+    t.add_argument("--batch-tasks", type=int, default=16,
+                   help="task groups per batch (default 16)")
+    t.add_argument("--group-size", type=int, default=64,
+                   help="programs per task group (default 64)")
+    t.add_argument("--patience", type=int, default=5,
+                   help="stop after this many epochs without a better validation Top-1")
+    t.add_argument("--test-fraction", type=float, default=0.0,
+                   help="hold out this fraction of tasks when no task.json has a split")
+    t.add_argument("--val-fraction", type=float, default=0.2,
+                   help="fraction of training tasks used for validation (default 0.2)")
+    t.add_argument("--seed", type=int, default=0, help="seed of splits, init and shuffling")
+    t.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    t.add_argument("--d-model", type=int, default=None,
+                   help="model width (default: 128 for mamba, 256 for tlp)")
+    t.add_argument("--n-layer", type=int, default=None, help="Mamba layers (default 1)")
+    t.add_argument("--d-state", type=int, default=None, help="Mamba state size (default 8)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(run=_train)
+
+    e = sub.add_parser(
+        "eval",
+        help="Top-1/Top-5 and pairwise accuracy of a cost model on datasets",
+        description="Score a trained model on the held-out tasks of datasets (split 'test' in "
+        "task.json, else the tasks the model did not train on): Top-k per task, per network "
+        "(weighted by task occurrences) and pooled over the networks the TLP way.",
+    )
+    e.add_argument("paths", nargs="+", help="log files and/or database directories")
+    e.add_argument("--model", default=None,
+                   help="checkpoint from `tcl train` (default: the model shipped with tcl)")
+    e.add_argument("--all", action="store_true", help="score every task, not only held-out ones")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    e.set_defaults(run=_eval)
     return p
 
 

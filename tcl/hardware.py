@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-__all__ = ["HARDWARE_FIELDS", "HARDWARE_DIM", "hardware_vector", "is_gpu", "task_platform"]
+__all__ = ["HARDWARE_DIM", "HARDWARE_FIELDS", "hardware_vector", "is_gpu", "task_platform"]
 
 CPU_FIELDS = ("cores", "threads", "base_clock_ghz", "turbo_clock_ghz", "l1d_kb", "l2_kb", "l3_kb",
               "memory_gb", "vector_bits")

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TaskScore", "top_k_latency", "pairwise_counts", "score_task", "summarize",
-           "evaluate_predictions"]
+__all__ = ["TaskScore", "evaluate_predictions", "pairwise_counts", "score_task", "summarize",
+           "top_k_latency"]
 
 KS = (1, 5)
 

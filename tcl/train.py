@@ -1,0 +1,271 @@
+"""Training a cost model (Mamba or the TLP baseline) with LambdaRank within each task.
+
+One epoch: every training task's programs are shuffled and cut into groups of at most
+`group_size`; the groups are shuffled and `batch_tasks` of them make a batch. The loss ranks the
+programs of each group (label = normalised throughput, best of the task = 1), so the model only
+learns orders inside a task, which is what the tuner asks of it. After each epoch the model scores
+the validation tasks (training tasks held out by task); the state with the best validation Top-1
+(pairwise accuracy breaks ties) is kept and training stops after `patience` epochs without one.
+
+Splits are by task: tasks whose task.json says split "test" are held out; when no task has a split
+(e.g. Ansor logs), `test_fraction` of the tasks are held out by seed. The checkpoint records which
+tasks the model saw, so `tcl eval` can score exactly the others.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .errors import FormatError
+from .features import SPEC, FeatureSet, TaskInfo, featurize
+from .hardware import HARDWARE_DIM, hardware_vector, task_platform
+from .metrics import evaluate_predictions
+from .model.cost_model import CostModelConfig, MambaCostModel
+from .model.losses import lambda_rank_loss
+from .model.tlp import TLPConfig, TLPCostModel
+
+__all__ = ["ARCHS", "ProgramData", "build_model", "fit", "hold_out", "load_checkpoint", "predict",
+           "save_checkpoint", "split_tasks", "task_key", "train"]
+
+ARCHS = {"mamba": (CostModelConfig, MambaCostModel), "tlp": (TLPConfig, TLPCostModel)}
+CHECKPOINT_FORMAT = "tcl-cost-model/1"
+
+
+def task_key(t: TaskInfo) -> str:
+    """Identifies a task across files and runs: its workload on its target."""
+    return f"{t.workload}|{t.target}"
+
+
+class ProgramData:
+    """The programs of one or more FeatureSets with their descriptors, tasks numbered globally."""
+
+    def __init__(self, featuresets: FeatureSet | list[FeatureSet]):
+        fss = [featuresets] if isinstance(featuresets, FeatureSet) else list(featuresets)
+        if not fss:
+            raise ValueError("no feature sets given")
+        offsets = np.cumsum([0] + [len(fs.tasks) for fs in fss])
+        self.tasks: list[TaskInfo] = [t for fs in fss for t in fs.tasks]
+        self.seq = np.concatenate([fs.seq for fs in fss])
+        self.length = np.concatenate([fs.length for fs in fss]).astype(np.int64)
+        self.task = np.concatenate([fs.task + o for fs, o in zip(fss, offsets)]).astype(np.int64)
+        self.label = np.concatenate([fs.label for fs in fss]).astype(np.float32)
+        self.cost = np.concatenate([fs.cost for fs in fss])
+        self.workload = np.concatenate([fs.workload for fs in fss])
+        hw = np.stack([hardware_vector(task_platform(t)) for t in self.tasks]) \
+            if self.tasks else np.zeros((0, HARDWARE_DIM), np.float32)
+        self.hardware = hw[self.task] if len(self.task) else np.zeros((0, HARDWARE_DIM), np.float32)
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+    def programs_of(self, task_ids) -> np.ndarray:
+        return np.flatnonzero(np.isin(self.task, np.asarray(list(task_ids), dtype=np.int64)))
+
+    def inputs(self, idx: np.ndarray):
+        """Model inputs of programs idx, cropped to their longest sequence (padding is at the end,
+        so a shorter crop changes no valid step and saves the work on padding)."""
+        length = self.length[idx]
+        L = max(int(length.max()), 1)
+        return (torch.from_numpy(self.seq[idx, :L]), torch.from_numpy(length),
+                torch.from_numpy(self.workload[idx]), torch.from_numpy(self.hardware[idx]))
+
+
+def hold_out(tasks: list[TaskInfo], ids, fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Split task ids into (kept, held out): `fraction` of the distinct task keys, chosen by seed
+    (independent of file order); at least one when fraction > 0, never all of them."""
+    ids = list(ids)
+    keys = sorted({task_key(tasks[i]) for i in ids})
+    n = min(max(round(fraction * len(keys)), 1), len(keys) - 1) if fraction > 0 else 0
+    held = {keys[j] for j in np.random.default_rng(seed).permutation(len(keys))[:n]}
+    return ([i for i in ids if task_key(tasks[i]) not in held],
+            [i for i in ids if task_key(tasks[i]) in held])
+
+
+def split_tasks(tasks: list[TaskInfo], test_fraction: float = 0.0, seed: int = 0):
+    """(train ids, test ids): task.json's split where any task has one, else test_fraction."""
+    if any(t.split for t in tasks):
+        return ([i for i, t in enumerate(tasks) if t.split != "test"],
+                [i for i, t in enumerate(tasks) if t.split == "test"])
+    return hold_out(tasks, range(len(tasks)), test_fraction, seed)
+
+
+def build_model(arch: str = "mamba", **config) -> torch.nn.Module:
+    """A fresh model; feature, workload and hardware sizes default to this tcl's."""
+    if arch not in ARCHS:
+        raise ValueError(f"unknown model architecture {arch!r}: choose from {sorted(ARCHS)}")
+    cfg_cls, model_cls = ARCHS[arch]
+    base = {"feature_dim": SPEC.row_dim, "seq_len": SPEC.seq_len}
+    if arch == "mamba":
+        base.update(workload_dim=SPEC.workload_dim, hardware_dim=HARDWARE_DIM)
+    return model_cls(cfg_cls(**{**base, **{k: v for k, v in config.items() if v is not None}}))
+
+
+@torch.no_grad()
+def predict(model, data: FeatureSet | ProgramData, batch_size: int = 256, idx=None) -> np.ndarray:
+    """Scores [len(idx)] (all programs by default) in eval mode; higher = predicted faster."""
+    data = data if isinstance(data, ProgramData) else ProgramData(data)
+    idx = np.arange(len(data)) if idx is None else np.asarray(idx)
+    order = idx[np.argsort(data.length[idx], kind="stable")]  # similar lengths batch together
+    out = np.empty(len(data), np.float32)
+    was_training = model.training
+    model.eval()
+    try:
+        for a in range(0, len(order), batch_size):
+            b = order[a:a + batch_size]
+            out[b] = model(*data.inputs(b)).float().numpy()
+    finally:
+        model.train(was_training)
+    return out[idx]
+
+
+def score_tasks(model, data: ProgramData, task_ids, batch_size: int = 256) -> dict:
+    """tcl.metrics summary of the model's ranking on the given tasks (names = task keys)."""
+    idx = data.programs_of(task_ids)
+    keys = [task_key(t) for t in data.tasks]
+    nets = {task_key(t): t.networks or {"all": t.weight} for t in data.tasks}
+    return evaluate_predictions(data.cost[idx], predict(model, data, batch_size, idx),
+                                data.task[idx], keys, nets)
+
+
+def _seed_everything(seed: int):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _groups(data: ProgramData, task_ids, group_size: int, rng) -> list[np.ndarray]:
+    """Each task's programs shuffled and cut into groups; groups of one program have no pair."""
+    groups = []
+    for t in task_ids:
+        p = rng.permutation(data.programs_of([t]))
+        groups += [g for g in np.array_split(p, -(-len(p) // group_size)) if len(g) > 1] if len(p) else []
+    rng.shuffle(groups)
+    return groups
+
+
+def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_config=None,
+          epochs: int = 50, lr: float = 7e-4, weight_decay: float = 1e-6, clip: float = 0.5,
+          batch_tasks: int = 16, group_size: int = 64, patience: int = 5, seed: int = 0,
+          threads: int | None = None, progress: bool = True):
+    """Trains a new model on the programs of train_ids; returns (model, history).
+
+    history: {"loss": [per epoch], "val_top1": [...], "val_pairwise": [...], "epoch_seconds": [...],
+              "best_epoch": int (1-based), "best_val_top1": float | None}.
+    Without validation tasks every epoch runs and the last state is kept.
+    """
+    from tqdm import tqdm
+
+    if threads:
+        torch.set_num_threads(threads)
+    _seed_everything(seed)
+    model = build_model(arch, **(model_config or {}))
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    rng = np.random.default_rng(seed)
+    hist = {"loss": [], "val_top1": [], "val_pairwise": [], "epoch_seconds": [], "best_epoch": 0,
+            "best_val_top1": None}
+    best, best_state, waited = None, None, 0
+    bar = tqdm(range(1, epochs + 1), desc=f"train {arch}", unit="epoch", disable=not progress)
+    for epoch in bar:
+        t0 = time.perf_counter()
+        model.train()
+        groups = _groups(data, train_ids, group_size, rng)
+        if not groups:
+            raise FormatError("no training task has two or more programs: nothing to rank")
+        losses = []
+        for a in range(0, len(groups), batch_tasks):
+            chunk = groups[a:a + batch_tasks]
+            idx = np.concatenate(chunk)
+            gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
+            loss = lambda_rank_loss(model(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+            losses.append(loss.item())
+        hist["loss"].append(float(np.mean(losses)))
+        if val_ids:
+            pooled = score_tasks(model, data, val_ids)["pooled"]
+            score = (pooled["top1"], pooled["pairwise"] or 0.0)
+            hist["val_top1"].append(pooled["top1"])
+            hist["val_pairwise"].append(pooled["pairwise"])
+            if best is None or score > best:
+                best, best_state, waited = score, copy.deepcopy(model.state_dict()), 0
+                hist["best_epoch"], hist["best_val_top1"] = epoch, pooled["top1"]
+            else:
+                waited += 1
+        else:
+            hist["best_epoch"] = epoch
+        hist["epoch_seconds"].append(time.perf_counter() - t0)
+        bar.set_postfix(loss=f"{hist['loss'][-1]:.4f}",
+                        val_top1=f"{hist['val_top1'][-1]:.4f}" if val_ids else "-")
+        if val_ids and waited >= patience:
+            break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    return model, hist
+
+
+def save_checkpoint(path, model, arch: str, meta: dict):
+    torch.save({"format": CHECKPOINT_FORMAT, "arch": arch, "config": model.cfg.to_dict(),
+                "state_dict": model.state_dict(), "spec_version": SPEC.version,
+                "hardware_dim": HARDWARE_DIM, "meta": meta}, path)
+
+
+def load_checkpoint(path) -> tuple[torch.nn.Module, dict]:
+    """(model in eval mode, checkpoint without the weights). Refuses another feature spec."""
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise
+    except Exception as e:  # pickle/zip errors: not a torch file at all
+        raise FormatError(f"{path}: not a tcl model checkpoint ({e})") from e
+    if not isinstance(ck, dict) or ck.get("format") != CHECKPOINT_FORMAT:
+        raise FormatError(f"{path}: not a tcl model checkpoint (no format {CHECKPOINT_FORMAT!r})")
+    SPEC.check(ck["spec_version"], what=f"model {path}")
+    if ck["hardware_dim"] != HARDWARE_DIM:
+        raise FormatError(f"model {path} reads {ck['hardware_dim']} hardware fields, this tcl has "
+                          f"{HARDWARE_DIM}: retrain it with this version of tcl")
+    cfg_cls, model_cls = ARCHS[ck["arch"]]
+    model = model_cls(cfg_cls(**ck["config"]))
+    model.load_state_dict(ck.pop("state_dict"))
+    model.eval()
+    return model, ck
+
+
+def fit(paths, out=None, arch: str = "mamba", model_config=None, test_fraction: float = 0.0,
+        val_fraction: float = 0.2, seed: int = 0, featureset: FeatureSet | None = None, **train_kw):
+    """Featurize `paths`, split by task, train, and save a checkpoint to `out` (when given).
+
+    Returns (model, checkpoint dict without weights, ProgramData, test task ids).
+    """
+    t0 = time.perf_counter()
+    fs = featureset if featureset is not None else featurize(paths)
+    data = ProgramData(fs)
+    train_ids, test_ids = split_tasks(data.tasks, test_fraction, seed)
+    fit_ids, val_ids = hold_out(data.tasks, train_ids, val_fraction, seed + 1)
+    model, hist = train(data, fit_ids, val_ids, arch=arch, model_config=model_config, seed=seed,
+                        **train_kw)
+
+    def keys(ids):
+        return sorted({task_key(data.tasks[i]) for i in ids})
+
+    meta = {
+        "data": [str(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths or [])],
+        "programs": len(data), "train_tasks": keys(fit_ids), "val_tasks": keys(val_ids),
+        "test_tasks": keys(test_ids), "seed": seed, "test_fraction": test_fraction,
+        "val_fraction": val_fraction, "train": train_kw, "history": hist,
+        "epochs": len(hist["loss"]), "best_epoch": hist["best_epoch"],
+        "best_val_top1": hist["best_val_top1"], "seconds": time.perf_counter() - t0,
+        "size_mb": model.size_mb(), "torch_threads": torch.get_num_threads(),
+    }
+    if out is not None:
+        save_checkpoint(out, model, arch, meta)
+    return model, {"arch": arch, "config": model.cfg.to_dict(), "spec_version": SPEC.version,
+                   "hardware_dim": HARDWARE_DIM, "meta": meta}, data, test_ids

@@ -1,0 +1,128 @@
+"""Training, checkpoints and evaluation of the cost models (stock MetaSchedule fixture; the shared
+Ansor logs for learning)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("tqdm")
+
+import tcl  # noqa: E402
+from tcl.cli import main  # noqa: E402
+from tcl.evaluate import DEFAULT_MODEL, evaluate  # noqa: E402
+from tcl.model.losses import lambda_rank_loss, pairwise_accuracy  # noqa: E402
+from tcl.train import (ProgramData, _seed_everything, build_model, hold_out,  # noqa: E402
+                       load_checkpoint, predict, save_checkpoint, split_tasks, task_key, train)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "ms"
+SHARED = Path(__file__).parent.parent.parent / "shared"
+ANSOR = SHARED / "data" / "ansor"
+TINY = {"mamba": {"d_model": 16}, "tlp": {"d_model": 32, "heads": 4}}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return ProgramData(tcl.featurize(FIXTURE))
+
+
+def _full_task_scores(model, data):
+    """LambdaRank loss and pairwise accuracy with each task's programs as one group, eval mode."""
+    s = torch.from_numpy(predict(model, data))
+    y, g = torch.from_numpy(data.label), torch.from_numpy(data.task)
+    return lambda_rank_loss(s, y, g).item(), pairwise_accuracy(s, y, g)
+
+
+@pytest.mark.skipif(not ANSOR.is_dir(), reason=f"shared Ansor logs not found at {ANSOR}")
+@pytest.mark.parametrize("arch", ["mamba", "tlp"])
+def test_training_learns_the_training_tasks(arch):
+    data = ProgramData(tcl.featurize(ANSOR / "x86_resnet18.json"))  # 24 tasks, 1025 programs
+    ids = list(range(len(data.tasks)))
+    _seed_everything(0)  # the initial model train() starts from
+    before = _full_task_scores(build_model(arch, **TINY[arch]), data)
+    model, hist = train(data, ids, arch=arch, model_config=TINY[arch], epochs=6, lr=3e-3,
+                        batch_tasks=8, group_size=16, seed=0, threads=1, progress=False)
+    assert len(hist["loss"]) == 6 and hist["best_epoch"] == 6  # no validation: all epochs
+    after = _full_task_scores(model, data)
+    assert after[0] < 0.95 * before[0]
+    # A random ranking orders half of the ~16,000 pairs right.
+    assert after[1] > 0.56 and after[1] > before[1] + 0.04
+
+
+def test_checkpoint_round_trip_and_spec_check(data, tmp_path):
+    model, _ = train(data, [0], [1], model_config=TINY["mamba"], epochs=2, group_size=8,
+                     progress=False, threads=1)
+    path = tmp_path / "m.pt"
+    save_checkpoint(path, model, "mamba", {"train_tasks": [task_key(data.tasks[0])]})
+    loaded, ck = load_checkpoint(path)
+    assert ck["config"] == model.cfg.to_dict() and "state_dict" not in ck
+    assert np.array_equal(predict(loaded, data), predict(model, data))
+
+    raw = torch.load(path, weights_only=True)
+    raw["spec_version"] = tcl.SPEC.version + 1
+    torch.save(raw, path)
+    with pytest.raises(tcl.FormatError, match="feature spec version"):
+        load_checkpoint(path)
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(tcl.FormatError, match="not a tcl model checkpoint"):
+        load_checkpoint(path)
+
+
+def test_validation_keeps_the_best_epoch(data):
+    _, hist = train(data, [0], [1], model_config=TINY["mamba"], epochs=4, patience=1,
+                    group_size=8, progress=False, threads=1)
+    best = hist["val_top1"][hist["best_epoch"] - 1]
+    assert best == hist["best_val_top1"] == max(hist["val_top1"])
+    assert len(hist["val_top1"]) <= hist["best_epoch"] + 1  # stopped one epoch after the best
+
+
+def test_split_from_task_json(tmp_path):
+    for name, split, nets in [("matmul_128", "test", {"netA": 2}), ("conv2d_1x16x14x14_32_3x3",
+                                                                     "train", {"netB": 1})]:
+        shutil.copytree(FIXTURE / name, tmp_path / name)
+        info = {"name": name, "weight": sum(nets.values()), "networks": nets, "split": split}
+        (tmp_path / name / "task.json").write_text(json.dumps(info))
+    fs = tcl.featurize(tmp_path)
+    train_ids, test_ids = split_tasks(fs.tasks, test_fraction=0.9)  # the files' split wins
+    assert [fs.tasks[i].name for i in test_ids] == ["matmul_128"] and len(train_ids) == 1
+    model, _ = train(ProgramData(fs), train_ids, model_config=TINY["mamba"], epochs=1,
+                     progress=False, threads=1)
+    out = evaluate(model, fs)
+    assert list(out["tasks"]) == ["matmul_128"] and list(out["networks"]) == ["netA"]
+    assert out["data"]["chosen"] == "split test"
+
+
+@pytest.mark.skipif(not ANSOR.is_dir(), reason=f"shared Ansor logs not found at {ANSOR}")
+def test_hold_out_ignores_file_order():
+    files = sorted(ANSOR.glob("*.json")) + sorted(ANSOR.glob("*.log"))
+    a, b = tcl.featurize(files), tcl.featurize(files[::-1])
+    held = [{task_key(fs.tasks[i]) for i in split_tasks(fs.tasks, 0.25, seed=3)[1]} for fs in (a, b)]
+    assert held[0] == held[1] and len(held[0]) == 7  # 25% of 28 tasks
+    assert hold_out(a.tasks, range(len(a.tasks)), 0.0, 3)[1] == []
+
+
+def test_cli_train_and_eval(tmp_path, capsys):
+    out = tmp_path / "model.pt"
+    assert main(["train", str(FIXTURE), "--out", str(out), "--epochs", "2", "--test-fraction",
+                 "0.5", "--d-model", "16", "--group-size", "8", "--quiet", "--threads", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "1 train, 0 val, 1 test" in printed and "held-out tasks: top1" in printed
+    ck = load_checkpoint(out)[1]
+    assert ck["meta"]["data"] == [str(FIXTURE)] and len(ck["meta"]["test_tasks"]) == 1
+
+    assert main(["eval", "--model", str(out), str(FIXTURE), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) >= {"pooled", "networks", "tasks"}
+    assert len(result["tasks"]) == 1 and list(result["networks"]) == ["all"]
+    assert 0 < result["pooled"]["top1"] <= 1 and 0 < result["pooled"]["top5"] <= 1
+    assert main(["eval", "--model", str(out), str(FIXTURE), "--all"]) == 0
+    assert "2 of 2 tasks (all)" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(DEFAULT_MODEL.exists(), reason="a default model is shipped")
+def test_cli_eval_without_default_model(capsys):
+    assert main(["eval", str(FIXTURE)]) == 2
+    assert "no default model is shipped" in capsys.readouterr().err
