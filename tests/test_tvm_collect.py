@@ -207,6 +207,17 @@ def test_clear_errors(tmp_path):
     assert not list(tmp_path.iterdir())  # nothing written before the checks pass
 
 
+def test_one_collection_per_directory(tmp_path):
+    from tcl.tvm.collect import _lock
+
+    held = _lock(tmp_path)  # as a running collection holds it
+    try:
+        with pytest.raises(CollectError, match="another collection is writing"):
+            collect("sweep", tmp_path, 4, default_target(2), held_out=None, **SMALL)
+    finally:
+        held.close()
+
+
 def test_network_tasks_and_split():
     target = default_target(2)
     bert = nets.network_tasks("bert_tiny", target)

@@ -17,6 +17,7 @@ killed run (even kill -9) loses at most that batch; running the same command aga
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import logging
 import os
@@ -362,6 +363,18 @@ def collect_task(task: nets.Task, d: Path, programs: int, measurer: Measurer, bu
 # Entry points
 
 
+def _lock(out_dir: Path):
+    """An exclusive lock on the dataset directory: two runs appending to one database would mix lines.
+    The OS drops it when the process dies, even by kill -9."""
+    f = open(out_dir / ".collect.lock", "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise CollectError(f"another collection is writing to {out_dir}; wait for it or stop it first") from None
+    return f
+
+
 def _setup_log(out_dir: Path) -> logging.Handler:
     handler = logging.FileHandler(out_dir / "collect-log.txt")  # not .log: tcl.records reads *.log as Ansor logs
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -396,6 +409,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
         import_cpu_tensor_intrin()  # 1.6 s instead of 23-34 s for TuneContext's import
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out_dir)
     handler = _setup_log(out_dir)
     try:
         return _collect(names, out_dir, programs_per_task, target, tracker, key, max_minutes, random_fraction,
@@ -404,6 +418,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
     finally:
         LOG.removeHandler(handler)
         handler.close()
+        lock.close()
 
 
 def _write_platform(out_dir: Path, target, tracker, key, platform_info) -> str | None:
@@ -504,6 +519,7 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
     check_target(target)
     tracker = _check_rpc(rpc, key)
     out_dir.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out_dir)
     handler = _setup_log(out_dir)
     start = time.time()
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
@@ -550,6 +566,7 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
             measurer.close()
         LOG.removeHandler(handler)
         handler.close()
+        lock.close()
 
 
 def _records_in_file_order(d: Path) -> list:

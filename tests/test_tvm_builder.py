@@ -1,0 +1,61 @@
+"""tcl.tvm.builder: the host target, the fast builder (stock and persistent pool), the runner, and the
+committed MetaSchedule fixture they made."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tvm
+tvm = pytest.importorskip("tvm")
+
+from tvm.s_tir import meta_schedule as ms  # noqa: E402
+
+from tcl.tvm.builder import PersistentBuilder, default_target, make_builder, make_runner  # noqa: E402
+
+FIXTURE = Path(__file__).parent / "fixtures" / "ms"
+
+
+def test_default_target_is_the_dict_form_with_this_cpu():
+    t = default_target(num_cores=2)
+    assert t.kind.name == "llvm" and int(t.attrs["num-cores"]) == 2
+    assert str(t.attrs["mcpu"]) == tvm.target.codegen.llvm_get_system_cpu()
+    assert str(default_target(1, "haswell").attrs["mcpu"]) == "haswell"
+
+
+def test_fixture_is_a_stock_database():
+    readme = (FIXTURE / "README.md").read_text()
+    assert "make_fixture.py" in readme and tvm.__version__ in readme
+    for name in ("matmul_128", "conv2d_1x16x14x14_32_3x3"):
+        records = ms.database.JSONDatabase(work_dir=str(FIXTURE / name)).get_all_tuning_records()
+        assert len(records) == 40 and f"| {name} | 40 |" in readme
+        assert len({str(r.trace) for r in records}) == 40
+        target = json.loads((FIXTURE / name / "database_tuning_record.json").read_text().splitlines()[0])[1][2]
+        assert target["kind"] == "llvm" and target["num-cores"] == 2
+
+
+def test_fast_builder_builds_and_runner_runs():
+    records = ms.database.JSONDatabase(work_dir=str(FIXTURE / "matmul_128")).get_all_tuning_records()[:3]
+    cands = [r.as_measure_candidate() for r in records]
+    target = default_target(2)
+    builder = make_builder(max_workers=2)
+    assert isinstance(builder, PersistentBuilder)
+    for _ in range(2):  # the second call reuses the workers
+        built = builder.build([ms.builder.BuilderInput(c.sch.mod, target) for c in cands])
+        assert [b.error_msg for b in built] == [None] * 3
+    builder.shutdown()
+    runner = make_runner(repeat=2)
+    results = [f.result() for f in runner.run(
+        [ms.runner.RunnerInput(b.artifact_path, "cpu", c.args_info) for b, c in zip(built, cands)])]
+    for r in results:
+        assert r.error_msg is None and len(r.run_secs) == 2
+        assert all(0 < float(s) < 0.1 for s in r.run_secs)  # a 128^3 matmul: well under 100 ms
+
+
+def test_stock_builder_on_request():
+    assert isinstance(make_builder(max_workers=1, persistent=False), ms.builder.LocalBuilder)
+
+
+def test_rpc_runner_needs_all_three_tracker_fields():
+    with pytest.raises(ValueError, match="tracker_host, tracker_port and tracker_key"):
+        make_runner(tracker_host="127.0.0.1")
