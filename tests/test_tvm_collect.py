@@ -200,6 +200,9 @@ def test_clear_errors(tmp_path):
         collect("resnet1000", tmp_path, 4)
     with pytest.raises(CollectError, match="mcpu='not-a-cpu'"):
         collect("sweep", tmp_path, 4, "llvm -mcpu=not-a-cpu -num-cores=1")
+    if not tvm.device("cuda", 0).exist:
+        with pytest.raises(CollectError, match="no cuda device on this machine"):
+            collect("sweep", tmp_path, 4, "cuda")
     start = time.time()
     with pytest.raises(CollectError, match="cannot reach the TVM RPC tracker"):
         collect("sweep", tmp_path, 4, default_target(2), rpc=f"127.0.0.1:{_free_port()}", key="k")

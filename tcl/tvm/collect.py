@@ -90,6 +90,18 @@ def check_target(target: Target) -> None:
         raise CollectError(f"TVM cannot build for target {target}: {str(e).strip().splitlines()[-1]}") from None
 
 
+def local_device_target(target: Target) -> Target:
+    """A GPU target measured on this machine: the device must exist; a bare kind ({"kind": "cuda"})
+    gets the device's limits (MetaSchedule's GPU rules need max_threads_per_block and friends)."""
+    if target.kind.name == "llvm":
+        return target
+    dev = tvm.device(target.kind.name, 0)
+    if not dev.exist:
+        raise CollectError(f"no {target.kind.name} device on this machine; measure through --rpc on a machine "
+                           "that has one, or use an llvm target")
+    return target if "max_threads_per_block" in target.attrs else Target.from_device(dev)
+
+
 def parse_rpc(rpc: str | None) -> tuple[str, int] | None:
     if not rpc:
         return None
@@ -403,8 +415,10 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
         if n not in nets.NETWORKS and n != nets.SWEEP:
             raise CollectError(f"unknown network {n!r}; known: {', '.join(sorted(nets.NETWORKS))}, {nets.SWEEP}")
     target = parse_target(target)
-    check_target(target)
     tracker = _check_rpc(rpc, key)
+    if tracker is None:
+        target = local_device_target(target)
+    check_target(target)
     if target.kind.name == "llvm":
         import_cpu_tensor_intrin()  # 1.6 s instead of 23-34 s for TuneContext's import
     out_dir = Path(out_dir)
@@ -516,8 +530,10 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
     """
     src_dir, out_dir = Path(src_dir), Path(out_dir)
     target = parse_target(target)
-    check_target(target)
     tracker = _check_rpc(rpc, key)
+    if tracker is None:
+        target = local_device_target(target)
+    check_target(target)
     out_dir.mkdir(parents=True, exist_ok=True)
     lock = _lock(out_dir)
     handler = _setup_log(out_dir)
