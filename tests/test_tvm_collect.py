@@ -3,7 +3,6 @@ after an interrupted run (cut line, kill -9), re-measuring on another target, an
 
 import io
 import json
-import os
 import shutil
 import signal
 import socket
@@ -103,7 +102,8 @@ def test_resume_after_a_cut_line(local, tmp_path):
     rec = _records_file(out)
     lines = rec.read_bytes().splitlines(keepends=True)
     rec.write_bytes(b"".join(lines[:4]) + lines[4][:40])  # a kill in the middle of writing line 5
-    result = collect("sweep", out, 8, default_target(2), held_out=("bert_tiny",), progress_stream=io.StringIO(), **SMALL)
+    result = collect("sweep", out, 8, default_target(2), held_out=("bert_tiny",), progress_stream=io.StringIO(),
+                     **SMALL)
     assert result["measured"] == 4  # 8 wanted, 4 intact records kept
     new = rec.read_bytes().splitlines(keepends=True)
     assert len(new) == 8 and new[:4] == lines[:4]

@@ -144,4 +144,5 @@ def default_target(num_cores: int | None = None, mcpu: str | None = None) -> Tar
     return Target({"kind": "llvm", "mcpu": mcpu or host_cpu(), "num-cores": int(num_cores)})
 
 
-__all__ = ["f_build", "PersistentBuilder", "make_builder", "import_cpu_tensor_intrin", "make_runner", "default_target", "host_cpu"]
+__all__ = ["f_build", "PersistentBuilder", "make_builder", "import_cpu_tensor_intrin", "make_runner",
+           "default_target", "host_cpu"]

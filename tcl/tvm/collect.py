@@ -398,8 +398,8 @@ def _setup_log(out_dir: Path) -> logging.Handler:
 
 def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, target=None,
             rpc: str | None = None, max_minutes: float | None = None, *, key: str | None = None,
-            random_fraction: float = 0.5, batch_size: int = 16, repeat: int = 3, seed: int = 0,
-            max_tasks: int | None = None, task_filter: str | None = None, held_out=nets.HELD_OUT,
+            random_fraction: float = 0.5, batch_size: int = 16, repeat: int = 3, min_repeat_ms: int = 100,
+            seed: int = 0, max_tasks: int | None = None, task_filter: str | None = None, held_out=nets.HELD_OUT,
             platform_info: dict | None = None, builder_workers: int | None = None,
             population: int = 256, progress_stream=sys.stderr) -> dict:
     """Collect `programs_per_task` measured programs for every task of the networks (or "sweep").
@@ -427,7 +427,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
     handler = _setup_log(out_dir)
     try:
         return _collect(names, out_dir, programs_per_task, target, tracker, key, max_minutes, random_fraction,
-                        batch_size, repeat, seed, max_tasks, task_filter, held_out, platform_info,
+                        batch_size, repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info,
                         builder_workers, population, progress_stream)
     finally:
         LOG.removeHandler(handler)
@@ -462,14 +462,21 @@ def _check_rpc(rpc: str | None, key: str | None) -> tuple[str, int] | None:
     return tracker
 
 
-def _make_measurer(target, tracker, key, repeat, builder_workers) -> Measurer:
-    runner = make_runner(repeat=repeat, tracker_host=tracker[0] if tracker else None,
+def _make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers) -> Measurer:
+    runner = make_runner(repeat=repeat, min_repeat_ms=min_repeat_ms, tracker_host=tracker[0] if tracker else None,
                          tracker_port=tracker[1] if tracker else None, tracker_key=key)
     return Measurer(target, make_builder(max_workers=builder_workers), runner)
 
 
+def _rates(measurer: Measurer, start: float) -> dict:
+    n, elapsed = measurer.measured, time.time() - start
+    return {"measured": n, "failed": measurer.failed, "seconds": round(elapsed, 1),
+            "measure_seconds_per_program": round(measurer.seconds / n, 3) if n else None,  # build + run
+            "seconds_per_program": round(elapsed / n, 3) if n else None}  # everything, search included
+
+
 def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random_fraction, batch_size,
-             repeat, seed, max_tasks, task_filter, held_out, platform_info, builder_workers, population,
+             repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info, builder_workers, population,
              progress_stream) -> dict:
     start = time.time()
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
@@ -494,7 +501,7 @@ def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random
         if not info.get("exhausted") and have < programs:
             todo.append((n, t, d))
             total += programs - have
-    measurer = _make_measurer(target, tracker, key, repeat, builder_workers)
+    measurer = _make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers)
     progress = Progress(total, progress_stream)
     try:
         for i, (n, t, d) in enumerate(todo):
@@ -511,17 +518,14 @@ def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random
         progress.close()
     stopped = "max_minutes" if not budget.left() else None
     result = {"out_dir": str(out_dir), "tasks": len(work), "tasks_worked_on": len(todo),
-              "measured": measurer.measured, "failed": measurer.failed,
-              "seconds": round(time.time() - start, 1),
-              "measure_seconds_per_program": round(measurer.seconds / measurer.measured, 3) if measurer.measured else None,
-              "seconds_per_program": round((time.time() - start) / measurer.measured, 3) if measurer.measured else None,
-              "stopped": stopped}
+              **_rates(measurer, start), "stopped": stopped}
     LOG.info("done: %s", result)
     return result
 
 
 def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes: float | None = None, *,
-              key: str | None = None, batch_size: int = 16, repeat: int = 3, platform_info: dict | None = None,
+              key: str | None = None, batch_size: int = 16, repeat: int = 3, min_repeat_ms: int = 100,
+              platform_info: dict | None = None,
               builder_workers: int | None = None, progress_stream=sys.stderr) -> dict:
     """Measure the programs of the dataset `src_dir` again on another target/device into `out_dir`.
 
@@ -556,7 +560,7 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
             have = _count_lines(d / "database_tuning_record.json")
             if src and have < len(src):
                 plan.append((d, src, have))
-        measurer = _make_measurer(target, tracker, key, repeat, builder_workers)
+        measurer = _make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers)
         progress = Progress(sum(len(src) - have for _, src, have in plan), progress_stream)
         for d, src, have in plan:
             db = ms.database.JSONDatabase(work_dir=str(d))
@@ -571,9 +575,7 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
             info["summary"] = summarize(db.get_all_tuning_records())
             _write_json(d / "task.json", info)
         progress.close()
-        result = {"out_dir": str(out_dir), "tasks_worked_on": len(plan), "measured": measurer.measured,
-                  "failed": measurer.failed, "seconds": round(time.time() - start, 1),
-                  "seconds_per_program": round((time.time() - start) / measurer.measured, 3) if measurer.measured else None,
+        result = {"out_dir": str(out_dir), "tasks_worked_on": len(plan), **_rates(measurer, start),
                   "stopped": "max_minutes" if not budget.left() else None}
         LOG.info("done: %s", result)
         return result
@@ -617,6 +619,7 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser
     p.add_argument("--random-fraction", type=float, default=0.5, help="share of random (replay-trace) programs")
     p.add_argument("--batch-size", type=int, default=16, help="programs per measured batch")
     p.add_argument("--repeat", type=int, default=3, help="measurement repeats per program")
+    p.add_argument("--min-repeat-ms", type=int, default=100, help="each repeat runs the program at least this long")
     p.add_argument("--max-tasks", type=int, default=None)
     p.add_argument("--task-filter", default=None, help="only tasks whose name contains this")
     p.add_argument("--seed", type=int, default=0)
@@ -628,17 +631,19 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser
 
 
 def run_collect(args: argparse.Namespace) -> dict:
-    target = parse_target(args.target, args.num_cores, args.mcpu) if (args.target or args.num_cores or args.mcpu) else None
+    custom = args.target or args.num_cores or args.mcpu
+    target = parse_target(args.target, args.num_cores, args.mcpu) if custom else None
     info = json.loads(Path(args.platform_info).read_text()) if args.platform_info else None
     if args.programs_from:
         result = remeasure(args.programs_from, args.out, target, args.rpc, args.max_minutes, key=args.key,
-                           batch_size=args.batch_size, repeat=args.repeat, platform_info=info)
+                           batch_size=args.batch_size, repeat=args.repeat, min_repeat_ms=args.min_repeat_ms,
+                           platform_info=info)
     else:
         if not args.network:
             raise CollectError("give --network (or --programs-from DIR)")
         result = collect(args.network, args.out, args.programs_per_task, target, args.rpc, args.max_minutes,
                          key=args.key, random_fraction=args.random_fraction, batch_size=args.batch_size,
-                         repeat=args.repeat, seed=args.seed, max_tasks=args.max_tasks,
+                         repeat=args.repeat, min_repeat_ms=args.min_repeat_ms, seed=args.seed, max_tasks=args.max_tasks,
                          task_filter=args.task_filter, platform_info=info,
                          held_out=None if args.held_out == "none" else tuple(args.held_out.split(",")))
     print(json.dumps(result, indent=1))

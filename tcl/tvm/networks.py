@@ -222,7 +222,8 @@ class DCGANGenerator(nn.Module):
         chans = [nz, ngf * 8, ngf * 4, ngf * 2, ngf]
         layers = []
         for i in range(4):
-            layers += [nn.ConvTranspose2d(chans[i], chans[i + 1], 4, 1 if i == 0 else 2, 0 if i == 0 else 1, bias=False),
+            first = i == 0  # 1x1 -> 4x4, then each layer doubles the size
+            layers += [nn.ConvTranspose2d(chans[i], chans[i + 1], 4, 1 if first else 2, 0 if first else 1, bias=False),
                        nn.BatchNorm2d(chans[i + 1]), nn.ReLU()]
         self.net = nn.Sequential(*layers, nn.ConvTranspose2d(ngf, 3, 4, 2, 1, bias=False), nn.Tanh())
 
@@ -331,8 +332,9 @@ _SWEEP = (
     [("matmul", (n, m, k)) for n, m, k in [(1, 1000, 512), (64, 64, 64), (128, 768, 768), (128, 3072, 768),
                                              (256, 256, 256), (512, 128, 1024), (384, 1024, 256), (32, 4096, 1024)]]
     # (batch, H, W, Cin, Cout, kernel, stride, padding)
-    + [("conv2d", s) for s in [(1, 56, 56, 64, 64, 3, 1, 1), (1, 28, 28, 128, 256, 3, 2, 1), (1, 14, 14, 256, 256, 1, 1, 0),
-                                (1, 112, 112, 32, 64, 3, 1, 1), (1, 7, 7, 512, 512, 3, 1, 1), (1, 56, 56, 64, 256, 1, 1, 0),
+    + [("conv2d", s) for s in [(1, 56, 56, 64, 64, 3, 1, 1), (1, 28, 28, 128, 256, 3, 2, 1),
+                                (1, 14, 14, 256, 256, 1, 1, 0), (1, 112, 112, 32, 64, 3, 1, 1),
+                                (1, 7, 7, 512, 512, 3, 1, 1), (1, 56, 56, 64, 256, 1, 1, 0),
                                 (1, 224, 224, 3, 32, 3, 2, 1), (1, 14, 14, 96, 192, 5, 1, 2)]]
     # (batch, H, W, C, kernel, stride, padding)
     + [("depthwise", s) for s in [(1, 112, 112, 32, 3, 1, 1), (1, 56, 56, 144, 3, 2, 1), (1, 28, 28, 192, 3, 1, 1),
