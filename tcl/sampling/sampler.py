@@ -1,0 +1,151 @@
+"""Rounds of pick -> measure -> retrain until the measuring budget is spent.
+
+The pool is every candidate program of the tasks being sampled (their features are known before
+anything is measured). Round 0 has no model: picks are made on the pooled feature rows (random
+picks for `random`). Every later round trains a cost model on what has been measured so far and
+uses it for the three signals:
+
+- embeddings for R and D: the model's pooled encoder output (`embedding="model"`) or the pooled
+  feature rows (`embedding="features"`);
+- U: the spread of MC-dropout scores. MC-dropout is used rather than an ensemble because the
+  dropout sits in the model's head only, so n samples cost one body pass plus n tiny head passes,
+  where an ensemble of n would multiply the training time (the expensive part on 2 cores) by n;
+- p (for biased_diversity): the mean MC score.
+
+Labels are recomputed from the measured programs only (best measured latency of the task /
+latency), so nothing unmeasured leaks into training. "Measuring" is pluggable: `LookupOracle`
+reads latencies an existing dataset already holds (experiments); a TVM-backed oracle measures for
+real on a new platform.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .strategies import Weights, per_task_budget, select
+
+
+class LookupOracle:
+    """Measures by looking up the latency a dataset already holds for each program."""
+
+    def __init__(self, cost: np.ndarray):
+        self.cost = np.asarray(cost, np.float64)
+        self.calls = 0
+
+    def measure(self, idx: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return self.cost[idx]
+
+
+@dataclass
+class SamplingConfig:
+    method: str = "rdu"
+    fraction: float | None = 0.1  # of each task's pool; or a total `count`
+    count: int | None = None
+    rounds: int = 3  # the budget is spent evenly over this many rounds
+    weights: Weights = field(default_factory=Weights)
+    embedding: str = "model"  # "model" or "features"
+    mc_samples: int = 16
+    epochs: int = 20  # training epochs per round
+    seed: int = 0
+    threads: int | None = None
+    arch: str = "mamba"
+    model_config: dict | None = None
+
+
+@dataclass
+class SamplingResult:
+    selected: np.ndarray  # program indices in the order they were measured
+    costs: np.ndarray  # their measured latencies
+    model: object  # the last model, trained on all measured programs
+    rounds: list[dict]  # per round: picks, seconds spent selecting / training
+
+
+def feature_embedding(data, idx) -> np.ndarray:
+    """Pooled feature rows of programs idx: mean of the valid rows, plus the workload descriptor."""
+    seq, length = data.seq[idx], data.length[idx]
+    mask = (np.arange(seq.shape[1])[None, :] < length[:, None])[..., None]
+    pooled = (seq * mask).sum(1) / np.maximum(length, 1)[:, None]
+    return np.concatenate([pooled, data.workload[idx]], axis=1).astype(np.float32)
+
+
+def measured_subset(data, idx: np.ndarray, costs: np.ndarray):
+    """A ProgramData of the measured programs with labels from their own best latency per task."""
+    from ..train import ProgramData
+
+    ok = np.isfinite(costs) & (costs > 0)
+    idx, costs = idx[ok], costs[ok]
+    sub = ProgramData.__new__(ProgramData)  # same tasks, a subset of the programs
+    sub.tasks = data.tasks
+    sub.seq, sub.length, sub.task = data.seq[idx], data.length[idx], data.task[idx]
+    sub.workload, sub.hardware, sub.cost = data.workload[idx], data.hardware[idx], costs
+    best = np.full(len(data.tasks), np.inf)
+    np.minimum.at(best, sub.task, costs)
+    sub.label = (best[sub.task] / costs).astype(np.float32)
+    order = np.argsort(sub.task, kind="stable")
+    bounds = np.searchsorted(sub.task[order], np.arange(len(data.tasks) + 1))
+    sub._by_task = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    return sub
+
+
+def model_signals(model, data, idx, mc_samples: int, batch: int = 256):
+    """(embedding, uncertainty, mean score) of programs idx from a trained model."""
+    import torch
+
+    emb, u, p = [], [], []
+    with torch.no_grad():
+        for a in range(0, len(idx), batch):
+            x = data.inputs(idx[a:a + batch])
+            emb.append(model.embedding(x[0], x[1]).numpy())
+            s = model.mc_scores(*x, n=mc_samples).numpy()
+            u.append(s.std(0))
+            p.append(s.mean(0))
+    return np.concatenate(emb), np.concatenate(u), np.concatenate(p)
+
+
+def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool = True) -> SamplingResult:
+    """Samples the programs of `task_ids` (tasks of `data`, a tcl.train.ProgramData)."""
+    from ..train import train
+
+    rng = np.random.default_rng(config.seed)
+    pool = data.programs_of(task_ids)
+    group = np.searchsorted(np.asarray(sorted(task_ids)), data.task[pool]).astype(np.int32)
+    total = per_task_budget(group, config.fraction, config.count)
+    selected = np.zeros(len(pool), bool)
+    picked_order: list[np.ndarray] = []
+    costs = np.full(len(pool), np.nan)
+    model, rounds = None, []
+    n_rounds = max(1, config.rounds)
+    for r in range(n_rounds):
+        t0 = time.perf_counter()
+        # spend the budget evenly: after round r, (r+1)/n_rounds of each task's total
+        want = np.ceil(total * (r + 1) / n_rounds).astype(np.int64)
+        have = np.bincount(group[selected], minlength=len(total))
+        budget = np.maximum(want - have, 0)
+        if model is None or config.method == "random":
+            x = feature_embedding(data, pool)
+            method = config.method if config.method in ("random", "diversity") else "rd"
+            picks = select(method, x, group, budget, selected, weights=config.weights, rng=rng,
+                           threads=config.threads or 0)
+        else:
+            emb, u, p = model_signals(model, data, pool, config.mc_samples)
+            x = emb if config.embedding == "model" else feature_embedding(data, pool)
+            picks = select(config.method, x, group, budget, selected, u=u, p=p, weights=config.weights,
+                           rng=rng, threads=config.threads or 0)
+        t_select = time.perf_counter() - t0
+        costs[picks] = oracle.measure(pool[picks])
+        selected[picks] = True
+        picked_order.append(picks)
+        t1 = time.perf_counter()
+        sub = measured_subset(data, pool[selected], costs[selected])
+        ids = sorted({int(t) for t in sub.task})
+        model, _ = train(sub, ids, (), arch=config.arch, model_config=config.model_config,
+                         epochs=config.epochs, seed=config.seed + r, threads=config.threads,
+                         progress=progress)
+        rounds.append({"round": r, "picked": int(len(picks)), "measured": int(selected.sum()),
+                       "select_seconds": t_select, "train_seconds": time.perf_counter() - t1})
+    order = np.concatenate(picked_order) if picked_order else np.zeros(0, np.int64)
+    return SamplingResult(selected=pool[order], costs=costs[order], model=model, rounds=rounds)
