@@ -3,6 +3,7 @@ after an interrupted run (cut line, kill -9), re-measuring on another target, an
 
 import io
 import json
+import os
 import shutil
 import signal
 import socket
@@ -156,8 +157,10 @@ def _free_port() -> int:
 def rpc_tracker():
     pytest.importorskip("tornado", reason="TVM's RPC tracker needs tornado")
     port, server_port = _free_port(), _free_port()
+    # own process groups: the server serves sessions in child processes, which must go too
     procs = [subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1",
-                               "--port", str(port), "--port-end", str(port + 1), "--silent"])]
+                               "--port", str(port), "--port-end", str(port + 1), "--silent"],
+                              start_new_session=True)]
     try:
         from tvm import rpc
 
@@ -171,14 +174,15 @@ def rpc_tracker():
                 time.sleep(0.2)
         procs.append(subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_server", "--host", "127.0.0.1",
                                        "--port", str(server_port), "--port-end", str(server_port + 1),
-                                       "--tracker", f"127.0.0.1:{port}", "--key", "tcl-test", "--silent"]))
+                                       "--tracker", f"127.0.0.1:{port}", "--key", "tcl-test", "--silent"],
+                                      start_new_session=True))
         while "tcl-test" not in rpc.connect_tracker("127.0.0.1", port).summary().get("queue_info", {}):
             assert time.time() < deadline and procs[1].poll() is None, "the RPC server did not register"
             time.sleep(0.3)
         yield port
     finally:
         for p in reversed(procs):
-            p.terminate()
+            os.killpg(p.pid, signal.SIGKILL)
             p.wait(timeout=20)
 
 

@@ -253,8 +253,11 @@ class Measurer:
     seconds: float = 0.0
 
     def close(self) -> None:
+        """Stop the builder's and the runner's worker processes."""
         if hasattr(self.builder, "shutdown"):
             self.builder.shutdown()
+        if getattr(self.runner, "pool", None) is not None:  # LocalRunner, RPCRunner
+            self.runner.pool.shutdown()
 
     def measure(self, db, workload, cands) -> list:
         start = time.time()
