@@ -17,6 +17,7 @@ killed run (even kill -9) loses at most that batch; running the same command aga
 from __future__ import annotations
 
 import argparse
+import itertools
 import fcntl
 import json
 import logging
@@ -487,11 +488,13 @@ def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random
     LOG.info("collect %s into %s: %d programs/task, target %s, rpc %s", names, out_dir, programs, target, rpc_text)
 
     ho = (held_out_hashes(target, out_dir, held_out), tuple(held_out)) if held_out else None
-    work = []  # (network, task)
+    per_network = []  # [(network, task), ...] per network
     for n in names:
         tasks = nets.tasks_for(n, target)
         LOG.info("%s: %d tasks", n, len(tasks))
-        work += [(n, t) for t in tasks if not task_filter or task_filter in t.name]
+        per_network.append([(n, t) for t in tasks if not task_filter or task_filter in t.name])
+    # Round-robin over the networks: a collection cut short still covers every network.
+    work = [x for row in itertools.zip_longest(*per_network) for x in row if x is not None]
     if max_tasks is not None:
         work = work[:max_tasks]
 
