@@ -129,18 +129,20 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--arch", choices=["mamba", "tlp"], default="mamba", help="model (default mamba)")
     t.add_argument("--epochs", type=int, default=50, help="at most this many epochs (default 50)")
     t.add_argument("--lr", type=float, default=7e-4, help="Adam learning rate (default 7e-4)")
-    t.add_argument("--batch-tasks", type=int, default=16,
-                   help="task groups per batch (default 16)")
-    t.add_argument("--group-size", type=int, default=64,
-                   help="programs per task group (default 64)")
-    t.add_argument("--patience", type=int, default=5,
-                   help="stop after this many epochs without a better validation Top-1")
+    t.add_argument("--batch-tasks", type=int, default=8,
+                   help="task groups per batch (default 8)")
+    t.add_argument("--group-size", type=int, default=32,
+                   help="programs per task group, ranked together (default 32)")
+    t.add_argument("--patience", type=int, default=10,
+                   help="stop after this many epochs without a better validation Top-1 "
+                   "(default 10)")
     t.add_argument("--test-fraction", type=float, default=0.0,
                    help="hold out this fraction of tasks when no task.json has a split")
     t.add_argument("--val-fraction", type=float, default=0.2,
                    help="fraction of training tasks used for validation (default 0.2)")
     t.add_argument("--seed", type=int, default=0, help="seed of splits, init and shuffling")
-    t.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    t.add_argument("--threads", type=int, default=None,
+                   help="torch threads (default: torch's); 1 on a machine others share")
     t.add_argument("--d-model", type=int, default=None,
                    help="model width (default: 128 for mamba, 256 for tlp)")
     t.add_argument("--n-layer", type=int, default=None, help="Mamba layers (default 1)")

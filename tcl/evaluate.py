@@ -3,7 +3,8 @@ and pooled (tcl.metrics), on the tasks the model did not train on.
 
 Which tasks: with `all_tasks`, every task; else the tasks task.json marks split "test" when any task
 has a split; else the tasks the checkpoint did not train or validate on (so an Ansor log split with
-`tcl train --test-fraction` is scored on exactly its held-out tasks, and a new dataset on all).
+`tcl train --test-fraction` is scored on exactly its held-out tasks, and a new dataset on all; a
+model passed as an nn.Module carries no such record and is scored on all tasks).
 """
 
 from __future__ import annotations

@@ -50,22 +50,32 @@ class ProgramData:
         if not fss:
             raise ValueError("no feature sets given")
         offsets = np.cumsum([0] + [len(fs.tasks) for fs in fss])
+
+        def cat(arrays):  # one feature set: no copy of its (large) arrays
+            return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
         self.tasks: list[TaskInfo] = [t for fs in fss for t in fs.tasks]
-        self.seq = np.concatenate([fs.seq for fs in fss])
-        self.length = np.concatenate([fs.length for fs in fss]).astype(np.int64)
+        self.seq = cat([fs.seq for fs in fss])
+        self.length = cat([fs.length for fs in fss]).astype(np.int64)
         self.task = np.concatenate([fs.task + o for fs, o in zip(fss, offsets)]).astype(np.int64)
-        self.label = np.concatenate([fs.label for fs in fss]).astype(np.float32)
-        self.cost = np.concatenate([fs.cost for fs in fss])
-        self.workload = np.concatenate([fs.workload for fs in fss])
-        hw = np.stack([hardware_vector(task_platform(t)) for t in self.tasks]) \
-            if self.tasks else np.zeros((0, HARDWARE_DIM), np.float32)
-        self.hardware = hw[self.task] if len(self.task) else np.zeros((0, HARDWARE_DIM), np.float32)
+        self.label = cat([fs.label for fs in fss]).astype(np.float32, copy=False)
+        self.cost = cat([fs.cost for fs in fss])
+        self.workload = cat([fs.workload for fs in fss])
+        hw = np.zeros((len(self.tasks), HARDWARE_DIM), np.float32)
+        for i, t in enumerate(self.tasks):
+            hw[i] = hardware_vector(task_platform(t))
+        self.hardware = hw[self.task]
+        order = np.argsort(self.task, kind="stable")  # each task's programs, in file order
+        bounds = np.searchsorted(self.task[order], np.arange(len(self.tasks) + 1))
+        self._by_task = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     def __len__(self) -> int:
         return len(self.length)
 
     def programs_of(self, task_ids) -> np.ndarray:
-        return np.flatnonzero(np.isin(self.task, np.asarray(list(task_ids), dtype=np.int64)))
+        """Program indices of the tasks, in ascending order."""
+        parts = [self._by_task[int(t)] for t in task_ids]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
     def inputs(self, idx: np.ndarray):
         """Model inputs of programs idx, cropped to their longest sequence (padding is at the end,
@@ -151,7 +161,7 @@ def _groups(data: ProgramData, task_ids, group_size: int, rng) -> list[np.ndarra
 
 def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_config=None,
           epochs: int = 50, lr: float = 7e-4, weight_decay: float = 1e-6, clip: float = 0.5,
-          batch_tasks: int = 16, group_size: int = 64, patience: int = 5, seed: int = 0,
+          batch_tasks: int = 8, group_size: int = 32, patience: int = 10, seed: int = 0,
           threads: int | None = None, progress: bool = True):
     """Trains a new model on the programs of train_ids; returns (model, history).
 
