@@ -85,7 +85,7 @@ def _eval(args):
     print(json.dumps(result, indent=1) if args.json else format_table(result))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tcl",
         description="TCL: fast, portable cost models for tensor-program tuning in Apache TVM.",
@@ -164,11 +164,36 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     e.set_defaults(run=_eval)
+
+    c = sub.add_parser(
+        "collect",
+        help="measure programs of networks' tuning tasks with TVM into a dataset (needs apache-tvm)",
+        description="Extract the tuning tasks of networks (or the operator sweep), sample programs "
+        "(random + evolutionary), measure them with TVM's LocalRunner or through an RPC tracker, "
+        "and store one stock MetaSchedule JSONDatabase per task plus platform.json. Resumable: "
+        "run the same command again to continue.",
+    )
+    if with_collect:  # its options live with the collector, which imports tvm
+        from .tvm.collect import add_collect_arguments
+
+        add_collect_arguments(c)
+    c.set_defaults(run=_collect)
     return p
 
 
+def _collect(args):
+    from .tvm.collect import CollectError, run_collect
+
+    try:
+        run_collect(args)
+    except CollectError as e:
+        raise FormatError(str(e)) from None
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # Only `tcl collect ...` pays for importing tvm (a few seconds) to build its options.
+    args = build_parser(with_collect=bool(argv) and argv[0] == "collect").parse_args(argv)
     try:
         args.run(args)
     except (FormatError, MissingDependencyError, FileNotFoundError) as e:
