@@ -126,7 +126,8 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     )
     t.add_argument("paths", nargs="+", help="log files and/or database directories")
     t.add_argument("--out", required=True, help="checkpoint file to write (e.g. model.pt)")
-    t.add_argument("--arch", choices=["mamba", "tlp"], default="mamba", help="model (default mamba)")
+    t.add_argument("--arch", choices=["mamba", "tlp"], default="mamba",
+                   help="model (default mamba)")
     t.add_argument("--epochs", type=int, default=50, help="at most this many epochs (default 50)")
     t.add_argument("--lr", type=float, default=7e-4, help="Adam learning rate (default 7e-4)")
     t.add_argument("--batch-tasks", type=int, default=8,

@@ -71,7 +71,8 @@ def evaluate(model_or_checkpoint, data, all_tasks: bool = False, batch_size: int
     elif any(t.split for t in pd.tasks):
         ids, chosen = [i for i, t in enumerate(pd.tasks) if t.split == "test"], "split test"
     else:
-        ids, chosen = [i for i, t in enumerate(pd.tasks) if task_key(t) not in seen], "not trained on"
+        ids = [i for i, t in enumerate(pd.tasks) if task_key(t) not in seen]
+        chosen = "not trained on"
     if not ids:
         raise FormatError("no held-out task in the data: the model trained on every task there "
                           "(or none is split 'test'); pass --all to score all tasks anyway")
@@ -95,8 +96,8 @@ def format_table(result: dict, name_width: int = 48) -> str:
     """A readable table: pooled, then per network, then per task."""
     head = f"{'':<{name_width}} {'top1':>6} {'top5':>6} {'pairwise':>8} {'n':>6}"
     d, m = result["data"], result["model"]
-    title = (f"model {m['path'] or m['arch']} ({m['arch']}, {m['size_mb']} MB); "
-             f"{d['tasks']} of {d['tasks_in_data']} tasks ({d['chosen']}), {d['programs']} programs")
+    title = (f"model {m['path'] or m['arch']} ({m['arch']}, {m['size_mb']} MB); {d['tasks']} "
+             f"of {d['tasks_in_data']} tasks ({d['chosen']}), {d['programs']} programs")
     lines = [title, head]
 
     def row(name, s, n):

@@ -46,7 +46,7 @@ def pairwise_counts(latency, score, block: int = 1024) -> tuple[float, int]:
 
 @dataclass
 class TaskScore:
-    """What the metrics need from one task: best latency, best latency of each top-k, pair counts."""
+    """What the metrics need of a task: best latency, best latency of each top-k, pair counts."""
 
     best: float
     top: dict  # k -> best latency among the k highest-ranked programs
@@ -105,7 +105,7 @@ def summarize(tasks: dict, networks: dict | None = None, ks=KS) -> dict:
                        "programs": t.programs} for name, t in tasks.items()}
     return {
         "pooled": _pool([m for ms in by_net.values() for m in ms], ks),
-        "networks": {net: {**_pool(ms, ks), "tasks": len(ms)} for net, ms in sorted(by_net.items())},
+        "networks": {n: {**_pool(ms, ks), "tasks": len(ms)} for n, ms in sorted(by_net.items())},
         "tasks": per_task,
     }
 

@@ -154,7 +154,8 @@ def _groups(data: ProgramData, task_ids, group_size: int, rng) -> list[np.ndarra
     groups = []
     for t in task_ids:
         p = rng.permutation(data.programs_of([t]))
-        groups += [g for g in np.array_split(p, -(-len(p) // group_size)) if len(g) > 1] if len(p) else []
+        n_groups = -(-len(p) // group_size)  # ceil: near-equal groups of at most group_size
+        groups += [g for g in np.array_split(p, n_groups) if len(g) > 1] if len(p) else []
     rng.shuffle(groups)
     return groups
 
@@ -192,7 +193,8 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
             chunk = groups[a:a + batch_tasks]
             idx = np.concatenate(chunk)
             gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
-            loss = lambda_rank_loss(model(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
+            labels = torch.from_numpy(data.label[idx])
+            loss = lambda_rank_loss(model(*data.inputs(idx)), labels, gid)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)

@@ -99,7 +99,8 @@ def test_split_from_task_json(tmp_path):
 def test_hold_out_ignores_file_order():
     files = sorted(ANSOR.glob("*.json")) + sorted(ANSOR.glob("*.log"))
     a, b = tcl.featurize(files), tcl.featurize(files[::-1])
-    held = [{task_key(fs.tasks[i]) for i in split_tasks(fs.tasks, 0.25, seed=3)[1]} for fs in (a, b)]
+    held = [{task_key(fs.tasks[i]) for i in split_tasks(fs.tasks, 0.25, seed=3)[1]}
+            for fs in (a, b)]
     assert held[0] == held[1] and len(held[0]) == 7  # 25% of 28 tasks
     assert hold_out(a.tasks, range(len(a.tasks)), 0.0, 3)[1] == []
 
