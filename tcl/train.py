@@ -65,9 +65,28 @@ class ProgramData:
         for i, t in enumerate(self.tasks):
             hw[i] = hardware_vector(task_platform(t))
         self.hardware = hw[self.task]
+        self._index_tasks()
+
+    def _index_tasks(self):
         order = np.argsort(self.task, kind="stable")  # each task's programs, in file order
         bounds = np.searchsorted(self.task[order], np.arange(len(self.tasks) + 1))
         self._by_task = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def measured(self, idx, cost) -> "ProgramData":
+        """Programs idx with the latencies `cost` measured for them, labelled from those alone
+        (best measured latency of the task / latency); failed measurements (inf, nan) are left out.
+        Task numbering is unchanged."""
+        idx, cost = np.asarray(idx), np.asarray(cost, np.float64)
+        ok = np.isfinite(cost) & (cost > 0)
+        idx, cost = idx[ok], cost[ok]
+        sub = copy.copy(self)
+        sub.seq, sub.length, sub.task = self.seq[idx], self.length[idx], self.task[idx]
+        sub.workload, sub.hardware, sub.cost = self.workload[idx], self.hardware[idx], cost
+        best = np.full(len(self.tasks), np.inf)
+        np.minimum.at(best, sub.task, cost)
+        sub.label = (best[sub.task] / cost).astype(np.float32)
+        sub._index_tasks()
+        return sub
 
     def __len__(self) -> int:
         return len(self.length)

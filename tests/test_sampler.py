@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("torch")
 
 import tcl  # noqa: E402
-from tcl.sampling.sampler import LookupOracle, SamplingConfig, measured_subset, run_sampling  # noqa: E402
+from tcl.sampling.sampler import LookupOracle, SamplingConfig, run_sampling  # noqa: E402
 from tcl.train import ProgramData  # noqa: E402
 from test_features import MS_FIXTURE  # noqa: E402
 
@@ -31,11 +31,11 @@ def test_rounds_spend_the_per_task_budget(data, method):
 
 def test_labels_come_from_measured_programs_only(data):
     idx = data.programs_of([0])[5:15]
-    sub = measured_subset(data, idx, data.cost[idx])
+    sub = data.measured(idx, data.cost[idx])
     assert sub.label.max() == 1.0 and np.all(sub.label > 0)
     best = data.cost[idx].min()
     np.testing.assert_allclose(sub.label, best / data.cost[idx], rtol=1e-6)
     # a failed measurement (inf) is left out
     costs = data.cost[idx].copy()
     costs[0] = np.inf
-    assert len(measured_subset(data, idx, costs)) == len(idx) - 1
+    assert len(data.measured(idx, costs)) == len(idx) - 1

@@ -72,25 +72,6 @@ def feature_embedding(data, idx) -> np.ndarray:
     return np.concatenate([pooled, data.workload[idx]], axis=1).astype(np.float32)
 
 
-def measured_subset(data, idx: np.ndarray, costs: np.ndarray):
-    """A ProgramData of the measured programs with labels from their own best latency per task."""
-    from ..train import ProgramData
-
-    ok = np.isfinite(costs) & (costs > 0)
-    idx, costs = idx[ok], costs[ok]
-    sub = ProgramData.__new__(ProgramData)  # same tasks, a subset of the programs
-    sub.tasks = data.tasks
-    sub.seq, sub.length, sub.task = data.seq[idx], data.length[idx], data.task[idx]
-    sub.workload, sub.hardware, sub.cost = data.workload[idx], data.hardware[idx], costs
-    best = np.full(len(data.tasks), np.inf)
-    np.minimum.at(best, sub.task, costs)
-    sub.label = (best[sub.task] / costs).astype(np.float32)
-    order = np.argsort(sub.task, kind="stable")
-    bounds = np.searchsorted(sub.task[order], np.arange(len(data.tasks) + 1))
-    sub._by_task = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-    return sub
-
-
 def model_signals(model, data, idx, mc_samples: int, batch: int = 256):
     """(embedding, uncertainty, mean score) of programs idx from a trained model."""
     import torch
@@ -140,7 +121,7 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
         selected[picks] = True
         picked_order.append(picks)
         t1 = time.perf_counter()
-        sub = measured_subset(data, pool[selected], costs[selected])
+        sub = data.measured(pool[selected], costs[selected])
         ids = sorted({int(t) for t in sub.task})
         model, _ = train(sub, ids, (), arch=config.arch, model_config=config.model_config,
                          epochs=config.epochs, seed=config.seed + r, threads=config.threads,
