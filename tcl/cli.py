@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from collections import defaultdict
 
 from .errors import FormatError, MissingDependencyError
@@ -166,6 +167,38 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     e.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     e.set_defaults(run=_eval)
 
+    s = sub.add_parser(
+        "sample",
+        help="pick the programs worth measuring (RDU active learning) and train on them",
+        description="Rounds of pick -> measure -> retrain until the budget is spent. Picks combine "
+        "Representativeness, Diversity (C++ kernels) and the model's MC-dropout Uncertainty, per "
+        "task. --measure lookup reads latencies the data already has (experiments); --measure tvm "
+        "builds and runs each pick on --target (or through --rpc) into --measure-out.",
+    )
+    s.add_argument("paths", nargs="+", help="datasets whose programs form the pool")
+    s.add_argument("--out", required=True, help="JSON file: the picks (source, line, latency) and rounds")
+    s.add_argument("--method", default="rdu",
+                   choices=["rdu", "rd", "diversity", "biased_diversity", "uncertainty", "random"])
+    budget = s.add_mutually_exclusive_group()
+    budget.add_argument("--fraction", type=float, default=None, help="of each task's programs (default 0.1)")
+    budget.add_argument("--count", type=int, default=None, help="programs in total, split over tasks")
+    s.add_argument("--rounds", type=int, default=3, help="the budget is spent over this many rounds")
+    s.add_argument("--epochs", type=int, default=20, help="training epochs per round")
+    s.add_argument("--embedding", choices=["model", "features"], default="model",
+                   help="what R and D measure distances on")
+    s.add_argument("--measure", choices=["lookup", "tvm"], default="lookup")
+    s.add_argument("--measure-out", default="datasets/sampled", help="where --measure tvm writes")
+    s.add_argument("--target", default=None, help="TVM target for --measure tvm (default: this CPU)")
+    s.add_argument("--rpc", default=None, metavar="HOST:PORT", help="TVM RPC tracker for --measure tvm")
+    s.add_argument("--key", default=None, help="RPC device key")
+    s.add_argument("--test-fraction", type=float, default=0.0,
+                   help="tasks held out of the pool (and scored, with --measure lookup)")
+    s.add_argument("--model-out", default=None, help="save the final model here (tcl eval reads it)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--threads", type=int, default=None, help="torch and kernel threads")
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(run=_sample)
+
     c = sub.add_parser(
         "collect",
         help="measure programs of networks' tuning tasks with TVM into a dataset (needs apache-tvm)",
@@ -180,6 +213,43 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
         add_collect_arguments(c)
     c.set_defaults(run=_collect)
     return p
+
+
+def _sample(args):
+    from .features import featurize
+    from .sampling.sampler import LookupOracle, SamplingConfig, run_sampling
+    from .train import ProgramData, save_checkpoint, score_tasks, split_tasks
+
+    fs = featurize(args.paths)
+    data = ProgramData(fs)
+    pool_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
+    fraction = args.fraction if args.fraction is not None or args.count is not None else 0.1
+    cfg = SamplingConfig(method=args.method, fraction=fraction, count=args.count, rounds=args.rounds,
+                         epochs=args.epochs, embedding=args.embedding, seed=args.seed, threads=args.threads)
+    if args.measure == "tvm":
+        from .tvm.oracle import TVMOracle
+
+        oracle = TVMOracle(fs, args.measure_out, args.target, args.rpc, args.key)
+    else:
+        oracle = LookupOracle(data.cost)
+    try:
+        res = run_sampling(data, pool_ids, cfg, oracle, progress=not args.quiet)
+    finally:
+        if hasattr(oracle, "close"):
+            oracle.close()
+    pool = len(data.programs_of(pool_ids))
+    out = {"method": args.method, "pool": pool, "measured": int(len(res.selected)), "rounds": res.rounds,
+           "picks": [{"source": fs.sources[fs.source[i]], "line": int(fs.line[i]), "seconds": float(c)}
+                     for i, c in zip(res.selected, res.costs)]}
+    msg = f"measured {len(res.selected)} of {pool} programs ({len(res.selected) / max(pool, 1):.1%})"
+    if test_ids and args.measure == "lookup":
+        out["test"] = score_tasks(res.model, data, test_ids)["pooled"]
+        msg += f"; held-out Top-1 {out['test']['top1']:.4f}, Top-5 {out['test']['top5']:.4f}"
+    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    if args.model_out:
+        save_checkpoint(args.model_out, res.model, cfg.arch, {"sampling": {k: v for k, v in out.items() if k != "picks"},
+                                                               "data": [str(p) for p in args.paths]})
+    print(f"{msg} -> {args.out}")
 
 
 def _collect(args):
