@@ -133,46 +133,59 @@ Featurized featurize_sources(const std::vector<Source>& sources, OnError on_erro
   Featurized out;
   out.seq = FloatBuffer(std::max<size_t>(total, 1) * Batch::block());
   out.workload = FloatBuffer(std::max<size_t>(total, 1) * kWorkloadDim);
-  // Where each chunk writes: after the previous chunk's slots. On one thread chunks run in
-  // order, so each starts right after the programs the previous one really kept (no gaps to close).
-  const bool in_order = threads <= 1 || chunks.size() <= 1;
-  size_t offset = 0;
-  for (Chunk& ch : chunks) {
-    ch.batch.capacity = lines_in(ch);
-    ch.batch.seq_base = out.seq.data + offset * Batch::block();
-    ch.batch.workload_base = out.workload.data + offset * kWorkloadDim;
-    offset += ch.batch.capacity;
-  }
-  size_t kept_before = 0;
-
-  run_parallel(chunks.size(), in_order ? 1 : threads, [&](size_t k) {
-    Chunk& ch = chunks[k];
-    if (in_order) {
-      ch.batch.seq_base = out.seq.data + kept_before * Batch::block();
-      ch.batch.workload_base = out.workload.data + kept_before * kWorkloadDim;
+  // Each thread takes a contiguous range of chunks (balanced by bytes) and fills them in order,
+  // each chunk right after the programs the previous one kept. Gaps (failed or blank lines) can
+  // then only remain between ranges: none on one thread, at most threads - 1 to close.
+  size_t workers = std::min<size_t>(chunks.size(), static_cast<size_t>(std::max(1, threads)));
+  workers = std::max<size_t>(workers, 1);
+  std::vector<size_t> range_begin(workers + 1, chunks.size());
+  {
+    size_t bytes = 0, all = 0;
+    for (const Chunk& ch : chunks) all += static_cast<size_t>(ch.end - ch.begin);
+    size_t r = 0;
+    for (size_t k = 0; k < chunks.size(); ++k) {
+      while (r < workers && bytes >= all * r / workers) range_begin[r++] = k;
+      bytes += static_cast<size_t>(chunks[k].end - chunks[k].begin);
     }
-    const Source& s = sources[static_cast<size_t>(ch.src)];
-    const auto& wl = workloads[static_cast<size_t>(ch.src)];
-    for_each_line(ch.begin, ch.end, ch.first_line, [&](const char* b, const char* e, int64_t line) {
-      try {
-        Cursor c(b, e);
-        if (s.metaschedule) {
-          parse_ms_record(c, ch.batch, wl, ch.src, line);
-        } else {
-          parse_ansor_record(c, ch.batch, ch.src, line);
+    range_begin[0] = 0;
+  }
+  std::vector<size_t> range_slot(workers, 0);  // first slot of each range
+  for (size_t r = 1; r < workers; ++r) {
+    range_slot[r] = range_slot[r - 1];
+    for (size_t k = range_begin[r - 1]; k < range_begin[r]; ++k) range_slot[r] += lines_in(chunks[k]);
+  }
+
+  run_parallel(workers, static_cast<int>(workers), [&](size_t r) {
+    size_t kept = range_slot[r];
+    for (size_t k = range_begin[r]; k < range_begin[r + 1]; ++k) {
+      Chunk& ch = chunks[k];
+      ch.batch.capacity = lines_in(ch);
+      ch.batch.seq_base = out.seq.data + kept * Batch::block();
+      ch.batch.workload_base = out.workload.data + kept * kWorkloadDim;
+      const Source& s = sources[static_cast<size_t>(ch.src)];
+      const auto& wl = workloads[static_cast<size_t>(ch.src)];
+      for_each_line(ch.begin, ch.end, ch.first_line, [&](const char* b, const char* e, int64_t line) {
+        try {
+          Cursor c(b, e);
+          if (s.metaschedule) {
+            parse_ms_record(c, ch.batch, wl, ch.src, line);
+          } else {
+            parse_ansor_record(c, ch.batch, ch.src, line);
+          }
+        } catch (const JsonError& err) {
+          std::string msg = where(s, line) + err.what();
+          if (on_error == OnError::kRaise) {
+            ch.error = msg;
+            return false;
+          }
+          ++ch.batch.skipped;
+          if (ch.batch.errors.size() < kMaxErrors) ch.batch.errors.push_back(msg);
         }
-      } catch (const JsonError& err) {
-        std::string msg = where(s, line) + err.what();
-        if (on_error == OnError::kRaise) {
-          ch.error = msg;
-          return false;
-        }
-        ++ch.batch.skipped;
-        if (ch.batch.errors.size() < kMaxErrors) ch.batch.errors.push_back(msg);
-      }
-      return true;
-    });
-    kept_before += ch.batch.size();
+        return true;
+      });
+      if (!ch.error.empty()) return;
+      kept += ch.batch.size();
+    }
   });
   for (const Chunk& ch : chunks)
     if (!ch.error.empty()) throw FormatError(ch.error);
