@@ -11,11 +11,13 @@ def knn_distance(x, group, k: int = 10) -> np.ndarray:
     out = np.zeros(len(x), np.float64)
     for g in np.unique(group):
         idx = np.nonzero(group == g)[0]
-        d = np.sqrt(((x[idx, None, :] - x[None, idx, :]) ** 2).sum(-1))
-        np.fill_diagonal(d, np.inf)
         kk = min(k, len(idx) - 1)
-        if kk > 0:
-            out[idx] = np.sort(d, axis=1)[:, :kk].mean(1)
+        if kk <= 0:
+            continue
+        for i in idx:  # one row at a time: memory stays O(group size)
+            d = np.sqrt(((x[idx] - x[i]) ** 2).sum(-1))
+            d[idx == i] = np.inf
+            out[i] = np.sort(d)[:kk].mean()
     return out
 
 
