@@ -7,6 +7,7 @@ extra scoring threads slow everything down. Inputs are scored in chunks to bound
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -14,6 +15,15 @@ from .errors import FormatError, MissingDependencyError
 from .features import SPEC, featurize_traces
 
 META_PREFIX = "tcl."
+DEFAULT_ONNX = Path(__file__).parent / "data" / "default_model.onnx"
+
+
+def default_onnx_path() -> Path:
+    """The pretrained model shipped inside the wheel."""
+    if not DEFAULT_ONNX.is_file():
+        raise FileNotFoundError(f"no default ONNX model is shipped with this tcl yet ({DEFAULT_ONNX} is "
+                                "absent): export one with `tcl export MODEL.pt --out MODEL.onnx`")
+    return DEFAULT_ONNX
 
 
 class Scorer:

@@ -1,4 +1,5 @@
-"""ONNX export vs torch on real features, and the onnxruntime Scorer's contract."""
+"""ONNX export vs torch on real features, and the onnxruntime Scorer's contract.
+(`exported_model` is made once per session in conftest.py.)"""
 
 import json
 import subprocess
@@ -12,24 +13,11 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 import tcl  # noqa: E402
-from tcl.export import export_onnx, read_metadata, torch_scores  # noqa: E402
+from tcl.export import read_metadata, torch_scores  # noqa: E402
 from tcl.hardware import HARDWARE_DIM, hardware_vector  # noqa: E402
-from tcl.model import CostModelConfig, MambaCostModel  # noqa: E402
 from tcl.runtime import Scorer  # noqa: E402
 from test_features import MS_FIXTURE, SHARED_ANSOR  # noqa: E402
 
-PLATFORM = {"cores": 2, "threads": 2, "vector_bits": 512, "target": "llvm -mcpu=znver4"}
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    torch.manual_seed(0)
-    cfg = CostModelConfig(feature_dim=tcl.SPEC.row_dim, seq_len=tcl.SPEC.seq_len,
-                          workload_dim=tcl.SPEC.workload_dim, hardware_dim=HARDWARE_DIM)
-    model = MambaCostModel(cfg).eval()
-    path = tmp_path_factory.mktemp("onnx") / "model.onnx"
-    export_onnx(model, path, platform=PLATFORM)
-    return model, path
 
 
 def real_features():
@@ -39,10 +27,10 @@ def real_features():
     return fs.seq[idx], fs.length[idx], fs.workload[idx]
 
 
-def test_onnxruntime_matches_torch_on_real_features(exported):
-    model, path = exported
+def test_onnxruntime_matches_torch_on_real_features(exported_model):
+    model, path, platform = exported_model
     seq, length, workload = real_features()
-    hw = np.broadcast_to(hardware_vector(PLATFORM), (len(length), HARDWARE_DIM))
+    hw = np.broadcast_to(hardware_vector(platform), (len(length), HARDWARE_DIM))  # as exported
     scorer = Scorer(path, chunk=128)
     ours = scorer.score(seq, length, workload)  # the platform's hardware vector from metadata
     ref = torch_scores(model, seq, length, workload, hw)
@@ -51,18 +39,18 @@ def test_onnxruntime_matches_torch_on_real_features(exported):
     np.testing.assert_allclose(scorer.score(seq[:1], length[:1], workload[:1]), ref[:1], atol=1e-5, rtol=0)
 
 
-def test_metadata_and_size(exported):
-    _, path = exported
+def test_metadata_and_size(exported_model):
+    _, path, platform = exported_model
     meta = read_metadata(path)
-    assert meta["spec_version"] == tcl.SPEC.version and meta["platform"] == PLATFORM
+    assert meta["spec_version"] == tcl.SPEC.version and meta["platform"] == platform
     assert meta["config"]["d_model"] == 128
     assert path.stat().st_size < 600_000  # no stack-trace metadata left
 
 
-def test_scorer_refuses_another_feature_version(exported, tmp_path):
+def test_scorer_refuses_another_feature_version(exported_model, tmp_path):
     import onnx
 
-    _, path = exported
+    _, path, _ = exported_model
     proto = onnx.load(str(path))
     for p in proto.metadata_props:
         if p.key == "tcl.spec_version":
@@ -76,8 +64,8 @@ def test_scorer_refuses_another_feature_version(exported, tmp_path):
         Scorer(tmp_path / "junk.onnx")
 
 
-def test_scorer_scores_traces_without_torch(exported, tmp_path):
-    _, path = exported
+def test_scorer_scores_traces_without_torch(exported_model, tmp_path):
+    _, path, _ = exported_model
     recs = [json.loads(line)[1][0] for line in
             (MS_FIXTURE / "matmul_128" / "database_tuning_record.json").read_text().splitlines()[:20]]
     code = (

@@ -1,0 +1,132 @@
+"""TCL as a MetaSchedule cost model: `ms.tune_tir(..., cost_model=CostModel(path))`.
+
+predict: each candidate's trace as `str(trace)` (the cheapest way out of TVM, ~0.1 ms) ->
+featurized in C++ -> scored by the ONNX model in onnxruntime on one thread. No torch.
+
+update: the exported model is fixed; what this tuning session measures corrects it per task with a
+small ridge regression (closed form, well under a millisecond) from [model score, pooled features]
+to the measured normalised throughput (best latency of the task so far / latency). It starts to
+count once a task has `min_samples` measurements and its weight grows with their number, so the
+pretrained ranking leads early and the session's own evidence later.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import tvm
+from tvm.ir.utils import derived_object
+from tvm.s_tir import meta_schedule as ms
+
+from ..features import featurize_traces
+from ..runtime import Scorer
+
+
+def _pooled(seq, length) -> np.ndarray:
+    """Mean of each program's valid rows: a cheap fixed-size summary for the residual."""
+    mask = (np.arange(seq.shape[1])[None, :] < length[:, None])[..., None]
+    return (seq * mask).sum(1) / np.maximum(length, 1)[:, None]
+
+
+class _TaskResidual:
+    """Ridge regression of measured throughput on [score, pooled features] for one task."""
+
+    def __init__(self):
+        self.x: list[np.ndarray] = []
+        self.secs: list[float] = []
+        self.coef: np.ndarray | None = None
+
+    def add(self, x: np.ndarray, secs: np.ndarray):
+        self.x.extend(x)
+        self.secs.extend(secs.tolist())
+
+    def fit(self, alpha: float):
+        x = np.asarray(self.x, np.float64)
+        secs = np.asarray(self.secs)
+        y = secs.min() / secs  # normalised throughput within the task, in (0, 1]
+        x1 = np.hstack([x, np.ones((len(x), 1))])
+        self.coef = np.linalg.solve(x1.T @ x1 + alpha * np.eye(x1.shape[1]), x1.T @ y)
+
+    def correct(self, x: np.ndarray) -> np.ndarray:
+        return np.hstack([x, np.ones((len(x), 1))]) @ self.coef
+
+
+@derived_object
+class CostModel(ms.cost_model.PyCostModel):
+    """A TCL cost model (exported ONNX file) inside MetaSchedule's search."""
+
+    def __init__(self, model_path=None, threads: int = 1, adapt: bool = True, min_samples: int = 16,
+                 alpha: float = 1.0, ramp: int = 128):
+        super().__init__()
+        if model_path is None:
+            from ..runtime import default_onnx_path
+
+            model_path = default_onnx_path()
+        self.scorer = Scorer(model_path, threads=threads)
+        self.adapt, self.min_samples, self.alpha, self.ramp = adapt, min_samples, alpha, ramp
+        self.tasks: dict[int, _TaskResidual] = {}
+        self.stats = {"predict_calls": 0, "predicted": 0, "predict_seconds": 0.0,
+                      "update_calls": 0, "updated": 0, "update_seconds": 0.0}
+
+    # -- helpers
+    def _features(self, candidates):
+        texts = [str(c.sch.trace) for c in candidates]
+        seq, length, workload = featurize_traces(texts)
+        score = self.scorer.score(seq, length, workload)
+        return score, np.hstack([score[:, None], _pooled(seq, length), workload])
+
+    @staticmethod
+    def _task(context) -> int:
+        return int(tvm.ir.structural_hash(context.mod))
+
+    # -- PyCostModel
+    def predict(self, context, candidates) -> np.ndarray:
+        t0 = time.perf_counter()
+        if not candidates:
+            return np.zeros(0)
+        score, x = self._features(candidates)
+        res = self.tasks.get(self._task(context))
+        if self.adapt and res is not None and res.coef is not None:
+            # blend: the session's own fit gains weight as its measurements accumulate
+            w = min(1.0, len(res.secs) / self.ramp)
+            z = (score - score.mean()) / (score.std() + 1e-9)
+            c = res.correct(x)
+            score = (1 - w) * z + w * (c - c.mean()) / (c.std() + 1e-9)
+        self.stats["predict_calls"] += 1
+        self.stats["predicted"] += len(candidates)
+        self.stats["predict_seconds"] += time.perf_counter() - t0
+        return np.asarray(score, np.float64)
+
+    def update(self, context, candidates, results) -> None:
+        if not self.adapt or not candidates:
+            return
+        t0 = time.perf_counter()
+        ok = [i for i, r in enumerate(results) if r.run_secs and not r.error_msg]
+        if ok:
+            secs = np.array([np.mean([float(s) for s in results[i].run_secs]) for i in ok])
+            _, x = self._features([candidates[i] for i in ok])
+            res = self.tasks.setdefault(self._task(context), _TaskResidual())
+            res.add(x, secs)
+            if len(res.secs) >= self.min_samples:
+                res.fit(self.alpha)
+        self.stats["update_calls"] += 1
+        self.stats["updated"] += len(candidates)
+        self.stats["update_seconds"] += time.perf_counter() - t0
+
+    def save(self, path: str) -> None:
+        state = {str(k): {"x": np.asarray(v.x).tolist(), "secs": v.secs} for k, v in self.tasks.items()}
+        with open(path, "w") as f:
+            json.dump({"model": self.scorer.path, "tasks": state}, f)
+
+    def load(self, path: str) -> None:
+        with open(path) as f:
+            state = json.load(f)
+        self.tasks = {}
+        for k, v in state["tasks"].items():
+            res = _TaskResidual()
+            res.add(np.asarray(v["x"]), np.asarray(v["secs"]))
+            if len(res.secs) >= self.min_samples:
+                res.fit(self.alpha)
+            self.tasks[int(k)] = res
