@@ -7,14 +7,13 @@ under `out_dir`, so what the sampler measured is itself a dataset of the new pla
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 from tvm.s_tir import meta_schedule as ms
 
-from ..records import read_bytes
 from .collect import FAILED, _check_rpc, _make_measurer, check_target, local_device_target, parse_target
+from .dataset import RecordReader
 
 
 class TVMOracle:
@@ -22,7 +21,6 @@ class TVMOracle:
 
     def __init__(self, featureset, out_dir, target=None, rpc: str | None = None, key: str | None = None,
                  repeat: int = 3, min_repeat_ms: int = 100, batch_size: int = 16):
-        self.fs = featureset
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         tracker = _check_rpc(rpc, key)
@@ -32,24 +30,11 @@ class TVMOracle:
         check_target(self.target)
         self.measurer = _make_measurer(self.target, tracker, key, repeat, min_repeat_ms, None)
         self.batch_size = batch_size
-        self._sources: dict[int, tuple[list[str], list]] = {}
+        self.reader = RecordReader(featureset)
         self.calls = 0
 
     def close(self):
         self.measurer.close()
-
-    def _record(self, i: int):
-        """The tuning record of program i, read from its line of its source database."""
-        src = int(self.fs.source[i])
-        path = Path(self.fs.sources[src])
-        if src not in self._sources:  # each database's files are read once
-            wl_path = next(p for p in path.parent.iterdir() if p.name.startswith("database_workload.json"))
-            workloads = [ms.database.Workload.from_json(json.loads(w))
-                         for w in read_bytes(wl_path).decode().split("\n") if w.strip()]
-            self._sources[src] = (read_bytes(path).decode().split("\n"), workloads)
-        lines, workloads = self._sources[src]
-        idx, rec = json.loads(lines[int(self.fs.line[i]) - 1])
-        return ms.database.TuningRecord.from_json(rec, workloads[idx]), path.parent.name
 
     def measure(self, idx) -> np.ndarray:
         self.calls += 1
@@ -57,7 +42,7 @@ class TVMOracle:
         out = np.full(len(idx), np.inf)
         by_task: dict[str, list[tuple[int, object]]] = {}
         for k, i in enumerate(idx):
-            rec, task_dir = self._record(int(i))
+            rec, task_dir = self.reader.record(int(i))
             by_task.setdefault(task_dir, []).append((k, rec))
         for task_dir, items in by_task.items():
             db = ms.database.JSONDatabase(work_dir=str(self.out_dir / task_dir))
