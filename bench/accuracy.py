@@ -1,0 +1,183 @@
+"""Cost-model accuracy side by side, per platform, on the same data and the same split.
+
+Models: `tcl` (the Mamba cost model), `tlp` (TLP-style self-attention on the same sequences),
+`xgb` (TVM's XGBModel on PerStoreFeature), `mlp` (TVM's MLPModel, TenSet-MLP, trained on all
+training workloads at once). Training tasks = every task not in the held-out split (task.json
+"split": "test", i.e. ResNet-50, MobileNetV2, BERT-base/tiny and what they share; else
+--test-fraction of the tasks). All are scored by tcl.metrics on the held-out tasks.
+
+Columns: size (MB, fp32 parameters; XGB: the saved booster), Top-1 / Top-5 pooled over the held-out
+networks, training seconds, scoring µs per candidate on one thread (tcl/tlp: torch at batch 512;
+xgb/mlp: TVM feature extraction + predict). Writes bench/results/accuracy.json
+({platform: {model: {"top1", "top5", "size_mb", ...}}}) and bench/results/accuracy.png (Top-1 per
+held-out network); per-network numbers and settings go to accuracy_details.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TVM_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+import tcl  # noqa: E402
+from tcl.metrics import evaluate_predictions  # noqa: E402
+from tcl.train import ProgramData, hold_out, predict, split_tasks, task_key, train  # noqa: E402
+
+
+def _score(data, test_ids, scores_by_program) -> dict:
+    idx = data.programs_of(test_ids)
+    keys = [task_key(t) for t in data.tasks]
+    nets = {task_key(t): t.networks or {"all": t.weight} for t in data.tasks}
+    return evaluate_predictions(data.cost[idx], scores_by_program[idx], data.task[idx], keys, nets)
+
+
+def torch_model(arch, data, train_ids, test_ids, args) -> dict:
+    import torch
+
+    fit_ids, val_ids = hold_out(data.tasks, train_ids, 0.2, args.seed + 1)
+    t0 = time.perf_counter()
+    model, hist = train(data, fit_ids, val_ids, arch=arch, epochs=args.epochs, seed=args.seed,
+                        threads=args.threads, progress=False)
+    seconds = time.perf_counter() - t0
+    scores = np.zeros(len(data))
+    idx = data.programs_of(test_ids)
+    scores[idx] = predict(model, data, idx=idx)
+    torch.set_num_threads(1)
+    batch = idx[:512]
+    t0 = time.perf_counter()
+    for _ in range(3):
+        predict(model, data, batch_size=512, idx=batch)
+    us = (time.perf_counter() - t0) / 3 / len(batch) * 1e6
+    return {"metrics": _score(data, test_ids, scores), "size_mb": model.size_mb(), "train_seconds": seconds,
+            "us_per_candidate": us, "epochs": len(hist["loss"])}
+
+
+def tvm_model(kind, fs, data, train_ids, test_ids, args) -> dict:
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.cost_model.mlp_model import MLPModel, extract_features
+
+    from tcl.tvm.builder import import_cpu_tensor_intrin
+    from tcl.tvm.dataset import RecordReader
+
+    import_cpu_tensor_intrin()
+    reader = RecordReader(fs)
+
+    def task_inputs(t):
+        idx = data.programs_of([t])
+        recs = reader.records(idx)
+        ctx = ms.TuneContext(mod=recs[0].workload.mod, target=recs[0].target, num_threads=1)
+        cands = [r.as_measure_candidate() for r in recs]
+        return idx, ctx, cands, [ms.runner.RunnerResult(r.run_secs, None) for r in recs]
+
+    t0 = time.perf_counter()
+    if kind == "xgb":
+        # adaptive_training off: XGBModel refits on all data after every update, so the final model
+        # has seen every training task (its refits are part of the training time, as in tuning).
+        model = ms.cost_model.XGBModel(extractor=ms.feature_extractor.PerStoreFeature(), num_warmup_samples=0,
+                                       adaptive_training=False, num_tuning_cores=args.threads)
+        for t in train_ids:
+            _, ctx, cands, results = task_inputs(t)
+            model.update(ctx, cands, results)
+    else:
+        model = MLPModel()
+        trainer = model.trainer
+        for t in train_ids:  # all workloads first: its train/test split is over workloads
+            _, ctx, cands, results = task_inputs(t)
+            feats, costs = extract_features(ctx, cands, results, trainer.state.extractor)
+            trainer.state.add_to_group(feats, costs, ms.utils.shash2hex(ctx.mod))
+        trainer.train_full()
+    seconds = time.perf_counter() - t0
+    scores = np.zeros(len(data))
+    n_scored, t_score = 0, 0.0
+    for t in test_ids:
+        idx, ctx, cands, _ = task_inputs(t)
+        t1 = time.perf_counter()
+        scores[idx] = model.predict(ctx, cands)
+        t_score += time.perf_counter() - t1
+        n_scored += len(cands)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model")
+        model.save(path)
+        size = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file()) / 1e6
+    return {"metrics": _score(data, test_ids, scores), "size_mb": size, "train_seconds": seconds,
+            "us_per_candidate": t_score / max(n_scored, 1) * 1e6}
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4), squeeze=False)
+    for ax, (platform, models) in zip(axes[0], results.items()):
+        nets = sorted({n for m in models.values() for n in m["networks"]})
+        w = 0.8 / max(len(models), 1)
+        for j, (name, m) in enumerate(models.items()):
+            ax.bar(np.arange(len(nets)) + j * w, [m["networks"].get(n, {}).get("top1") or 0 for n in nets],
+                   w, label=name)
+        ax.set_xticks(np.arange(len(nets)) + 0.4 - w / 2, nets, rotation=20, fontsize=8)
+        ax.set_ylabel("Top-1")
+        ax.set_title(platform)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="*", help="one dataset per platform (default: datasets/*/)")
+    p.add_argument("--models", nargs="+", default=["tcl", "tlp", "xgb", "mlp"])
+    p.add_argument("--epochs", type=int, default=50)
+    p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "accuracy.json"))
+    args = p.parse_args(argv)
+    paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
+    if not paths:
+        sys.exit("no datasets given and none under datasets/")
+
+    summary, details = {}, {}
+    for path in paths:
+        platform = Path(path).name
+        fs = tcl.featurize(path)
+        data = ProgramData(fs)
+        train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
+        print(f"{platform}: {len(data)} programs, {len(train_ids)} training / {len(test_ids)} held-out tasks")
+        print(f"  {'model':<6}{'size MB':>9}{'Top-1':>8}{'Top-5':>8}{'train s':>9}{'µs/cand':>9}")
+        summary[platform], details[platform] = {}, {}
+        for name in args.models:
+            if name == "mlp" and len(train_ids) < 5:
+                # MLPModel's validation split is 20% of the workloads: it fails below 5 of them
+                print(f"  {name:<6} skipped: needs 5 or more training tasks, the data has {len(train_ids)}")
+                continue
+            r = (torch_model("mamba" if name == "tcl" else "tlp", data, train_ids, test_ids, args)
+                 if name in ("tcl", "tlp") else tvm_model(name, fs, data, train_ids, test_ids, args))
+            pooled = r["metrics"]["pooled"]
+            summary[platform][name] = {"top1": pooled["top1"], "top5": pooled["top5"], "size_mb": r["size_mb"]}
+            details[platform][name] = {**{k: v for k, v in r.items() if k != "metrics"},
+                                       "networks": r["metrics"]["networks"], "pooled": pooled}
+            print(f"  {name:<6}{r['size_mb']:>9.3f}{pooled['top1']:>8.4f}{pooled['top5']:>8.4f}"
+                  f"{r['train_seconds']:>9.1f}{r['us_per_candidate']:>9.1f}", flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    detail_path = out.with_name(out.stem + "_details.json")
+    detail_path.write_text(json.dumps({"platforms": details, "settings": vars(args)}, indent=1, default=str) + "\n")
+    plot(details, out.with_suffix(".png"))
+    print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
+
+
+if __name__ == "__main__":
+    main()
