@@ -199,6 +199,20 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bars")
     s.set_defaults(run=_sample)
 
+    x = sub.add_parser(
+        "export",
+        help="a trained cost model to ONNX for scoring without torch (tcl.runtime)",
+        description="Export a checkpoint from `tcl train` to ONNX at the fixed sequence length "
+        "(sequences are padded at the end) with a dynamic batch, the feature spec version, the "
+        "model config and the platform in its metadata, and no stack-trace metadata.",
+    )
+    x.add_argument("model", help="checkpoint from `tcl train`")
+    x.add_argument("--out", required=True, help="output .onnx file")
+    x.add_argument("--platform", default=None,
+                   help="platform.json of the hardware the model scores for (default: none; the "
+                   "hardware vector is then all zeros unless given at scoring time)")
+    x.set_defaults(run=_export)
+
     c = sub.add_parser(
         "collect",
         help="measure programs of networks' tuning tasks with TVM into a dataset (needs apache-tvm)",
@@ -250,6 +264,17 @@ def _sample(args):
         save_checkpoint(args.model_out, res.model, cfg.arch, {"sampling": {k: v for k, v in out.items() if k != "picks"},
                                                                "data": [str(p) for p in args.paths]})
     print(f"{msg} -> {args.out}")
+
+
+def _export(args):
+    from .export import export_onnx
+    from .train import load_checkpoint
+
+    model, ck = load_checkpoint(args.model)
+    platform = json.loads(Path(args.platform).read_text()) if args.platform else None
+    export_onnx(model, args.out, platform=platform, extra={"arch": ck["arch"], "trained": ck.get("meta", {}).get("data")})
+    print(f"{args.model} ({ck['arch']}, {model.size_mb():.3f} MB of parameters) -> {args.out} "
+          f"({Path(args.out).stat().st_size / 1e6:.3f} MB)")
 
 
 def _collect(args):

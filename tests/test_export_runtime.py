@@ -77,3 +77,19 @@ def test_scorer_scores_traces_without_torch(exported_model, tmp_path):
         "assert 'torch' not in sys.modules, 'the scorer imported torch'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+
+
+def test_tcl_export_cli_from_a_checkpoint(tmp_path):
+    from tcl.cli import main
+    from tcl.train import fit, load_checkpoint
+
+    fit(MS_FIXTURE, out=tmp_path / "m.pt", epochs=1, val_fraction=0.0, threads=1, progress=False)
+    (tmp_path / "platform.json").write_text(json.dumps({"cores": 2, "vector_bits": 512}))
+    assert main(["export", str(tmp_path / "m.pt"), "--out", str(tmp_path / "m.onnx"),
+                 "--platform", str(tmp_path / "platform.json")]) == 0
+    model, _ = load_checkpoint(tmp_path / "m.pt")
+    seq, length, workload = real_features()
+    hw = np.broadcast_to(hardware_vector({"cores": 2, "vector_bits": 512}), (len(length), HARDWARE_DIM))
+    np.testing.assert_allclose(Scorer(tmp_path / "m.onnx").score(seq, length, workload),
+                               torch_scores(model, seq, length, workload, hw), atol=1e-5, rtol=0)
+    assert read_metadata(tmp_path / "m.onnx")["arch"] == "mamba"
