@@ -1,13 +1,12 @@
 #include "driver.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <new>
 
 #include <sys/mman.h>
-#include <thread>
 
+#include "parallel.h"
 #include "parsers.h"
 
 namespace tcl {
@@ -68,28 +67,6 @@ void cut_chunks(int src, std::string_view text, std::vector<Chunk>& out) {
     line += std::count(p, e, '\n');
     p = e;
   }
-}
-
-template <class F>
-void run_parallel(size_t n, int threads, F&& fn) {
-  size_t workers = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
-  if (workers <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (size_t w = 0; w < workers; ++w)
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < n; i = next++) fn(i);
-    });
-  for (auto& t : pool) t.join();
-}
-
-int resolve_threads(int threads) {
-  if (threads > 0) return threads;
-  unsigned hc = std::thread::hardware_concurrency();
-  return hc ? static_cast<int>(hc) : 1;
 }
 
 }  // namespace
@@ -155,7 +132,7 @@ Featurized featurize_sources(const std::vector<Source>& sources, OnError on_erro
     for (size_t k = range_begin[r - 1]; k < range_begin[r]; ++k) range_slot[r] += lines_in(chunks[k]);
   }
 
-  run_parallel(workers, static_cast<int>(workers), [&](size_t r) {
+  parallel_for(workers, static_cast<int>(workers), [&](size_t r) {
     size_t kept = range_slot[r];
     for (size_t k = range_begin[r]; k < range_begin[r + 1]; ++k) {
       Chunk& ch = chunks[k];
@@ -219,7 +196,7 @@ void featurize_traces(const std::vector<std::string_view>& traces, std::string_v
   }
   const size_t block = static_cast<size_t>(kSeqLen) * row_dim();
   std::vector<std::string> errors(traces.size());
-  run_parallel((traces.size() + 63) / 64, threads, [&](size_t k) {
+  parallel_for((traces.size() + 63) / 64, threads, [&](size_t k) {
     size_t lo = k * 64, hi = std::min(traces.size(), lo + 64);
     for (size_t i = lo; i < hi; ++i) {
       float* rows = seq + i * block;

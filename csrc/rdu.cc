@@ -5,13 +5,13 @@
 // computed on the fly in blocks of rows, so no N x N matrix is ever held.
 #include "rdu.h"
 
+#include "parallel.h"
+
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <queue>
 #include <stdexcept>
-#include <thread>
 
 namespace tcl {
 namespace {
@@ -25,23 +25,6 @@ inline float sqdist(const float* a, const float* b, int d) {
     s += t * t;
   }
   return s;
-}
-
-template <class F>
-void parallel_for(size_t n, int threads, F&& fn) {
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  size_t workers = std::min<size_t>(n, static_cast<size_t>(threads));
-  if (workers <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (size_t w = 0; w < workers; ++w)
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < n; i = next++) fn(i);
-    });
-  for (auto& t : pool) t.join();
 }
 
 }  // namespace
