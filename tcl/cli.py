@@ -199,6 +199,28 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bars")
     s.set_defaults(run=_sample)
 
+    d = sub.add_parser(
+        "distill",
+        help="continual distillation: teach a knowledge-base model a new platform, keep the old ones",
+        description="Without --kb: train the first knowledge base (KB) on --data and store its "
+        "EWC state. With --kb: progress (an active column learns --data with the KB frozen, "
+        "reading its hidden states) then compress (the KB learns from the column through a gate, "
+        "plus the labels and online EWC). Only the KB, its EWC state and the new platform's data "
+        "are read; the KB does not grow. Repeat platform after platform.",
+    )
+    d.add_argument("--kb", default=None, help="the knowledge base so far (omit for the first platform)")
+    d.add_argument("--data", nargs="+", required=True, help="the new platform's dataset")
+    d.add_argument("--out", required=True, help="the new knowledge base (.pt)")
+    d.add_argument("--test-fraction", type=float, default=0.0, help="when the data has no split")
+    d.add_argument("--progress-epochs", type=int, default=20)
+    d.add_argument("--compress-epochs", type=int, default=20)
+    d.add_argument("--ewc-lambda", type=float, default=100.0)
+    d.add_argument("--gamma", type=float, default=0.99, help="online-EWC decay")
+    d.add_argument("--no-gate", action="store_true", help="ungated distillation (ablation)")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--threads", type=int, default=None)
+    d.set_defaults(run=_distill)
+
     x = sub.add_parser(
         "export",
         help="a trained cost model to ONNX for scoring without torch (tcl.runtime)",
@@ -263,6 +285,35 @@ def _sample(args):
     if args.model_out:
         save_checkpoint(args.model_out, res.model, cfg.arch, {"sampling": {k: v for k, v in out.items() if k != "picks"},
                                                                "data": [str(p) for p in args.paths]})
+    print(f"{msg} -> {args.out}")
+
+
+def _distill(args):
+    from dataclasses import asdict
+
+    from .ckd import CKDConfig, first_platform, learn_platform, load_kb, save_kb
+    from .features import featurize
+    from .train import ProgramData, score_tasks, split_tasks
+
+    cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
+                    ewc_lambda=args.ewc_lambda, gamma=args.gamma, gated=not args.no_gate,
+                    seed=args.seed, threads=args.threads)
+    data = ProgramData(featurize(args.data))
+    train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
+    if args.kb is None:
+        kb, ewc, seconds = first_platform(data, train_ids, cfg)
+        history = []
+    else:
+        old, ewc, ck = load_kb(args.kb)
+        kb, ewc, seconds = learn_platform(old, ewc, data, train_ids, cfg)
+        history = ck.get("meta", {}).get("platforms", [])
+    entry = {"data": [str(p) for p in args.data], "seconds": seconds, "config": asdict(cfg)}
+    if test_ids:
+        entry["test"] = score_tasks(kb, data, test_ids)["pooled"]
+    save_kb(args.out, kb, ewc, {"platforms": history + [entry]})
+    msg = f"knowledge base after {ewc.platforms} platform(s), {kb.size_mb():.3f} MB, {seconds:.1f} s"
+    if test_ids:
+        msg += f"; held-out Top-1 {entry['test']['top1']:.4f}"
     print(f"{msg} -> {args.out}")
 
 

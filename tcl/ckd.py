@@ -1,0 +1,250 @@
+"""Continual knowledge distillation across hardware platforms (Progress & Compress, with a gate).
+
+The knowledge base (KB) is the deployable MambaCostModel; the hardware descriptor is one of its
+inputs, so one KB serves every platform it has learned. For a new platform:
+
+1. progress: a fresh active column (AC) of the same architecture learns the new platform's
+   programs (LambdaRank) while the KB is frozen; the AC reads the KB's hidden states through
+   lateral adaptors whose gates alpha start small (0.1), so it can reuse what the KB knows.
+2. compress: the KB learns the new platform from the AC and the measured labels:
+       L = mean_i g_i * (z_KB(i) - z_AC(i))^2  +  beta * LambdaRank(KB, labels)  +  EWC
+   where z are scores standardised within each task (rankings are what matter) and the gate
+   g_i = exp(-|rank_AC(i) - rank_label(i)| / n_task) trusts the AC on the programs it ranks
+   where the measurements put them (per program; `gated=False` sets g = 1 for the ablation).
+   EWC is online: sum_k (lambda/2) F*_k (theta - theta*_k)^2 with one running Fisher
+   F* <- gamma F* + F_new / mean(F_new) (normalised per platform) and one anchor theta*.
+3. consolidate: the Fisher of the KB on the new platform's programs (squared gradients of the
+   ranking loss) is folded into F*, and the anchor moves to the new KB.
+
+Only the KB, its EWC state and the new platform's programs are used: no old platform's data, and
+the KB never grows (the AC is thrown away after compress).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from .model.cost_model import MambaCostModel, masked_mean
+from .model.losses import lambda_rank_loss
+from .train import ProgramData, _groups, _seed_everything
+
+
+@dataclass
+class CKDConfig:
+    progress_epochs: int = 20
+    compress_epochs: int = 20
+    lr: float = 7e-4
+    beta: float = 1.0  # weight of the label ranking loss in compress
+    ewc_lambda: float = 100.0
+    gamma: float = 0.99  # online-EWC decay of earlier platforms' Fisher
+    gated: bool = True
+    alpha_init: float = 0.1
+    batch_tasks: int = 8
+    group_size: int = 32
+    clip: float = 0.5
+    seed: int = 0
+    threads: int | None = None
+
+
+class ActiveColumn(nn.Module):
+    """A MambaCostModel that also reads a frozen KB's hidden states through gated adaptors."""
+
+    def __init__(self, kb: MambaCostModel, alpha_init: float = 0.1):
+        super().__init__()
+        self.kb = kb
+        for p in self.kb.parameters():
+            p.requires_grad_(False)
+        self.col = MambaCostModel(kb.cfg)
+        d = kb.cfg.d_model
+        n = kb.cfg.n_layer + 1  # the encoder output and each layer's
+        self.lateral = nn.ModuleList(nn.Linear(d, d) for _ in range(n))
+        self.alpha = nn.Parameter(torch.full((n,), float(alpha_init)))
+
+    def forward(self, seq, lengths, workload=None, hardware=None):
+        with torch.no_grad():
+            kb_h = self.kb.hidden_states(seq)
+        x = self.col.encoder(seq) + self.alpha[0] * self.lateral[0](kb_h[0])
+        for i, layer in enumerate(self.col.layers):
+            x = layer(x) + self.alpha[i + 1] * self.lateral[i + 1](kb_h[i + 1])
+        emb = masked_mean(self.col.norm_f(x), lengths)
+        return self.col.head(emb, workload, hardware)
+
+
+class OnlineEWC:
+    """One running Fisher and one anchor over all platforms seen so far."""
+
+    def __init__(self, fisher: dict | None = None, anchor: dict | None = None, platforms: int = 0):
+        self.fisher, self.anchor, self.platforms = fisher, anchor, platforms
+
+    def penalty(self, model: nn.Module, lam: float) -> torch.Tensor:
+        if self.fisher is None:
+            return torch.zeros(())
+        total = torch.zeros(())
+        for name, p in model.named_parameters():
+            total = total + (self.fisher[name] * (p - self.anchor[name]) ** 2).sum()
+        return 0.5 * lam * total
+
+    def consolidate(self, model: nn.Module, data: ProgramData, task_ids, cfg: CKDConfig):
+        """Folds the model's Fisher on these programs into the running one; moves the anchor."""
+        fisher = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
+        for p in model.parameters():
+            p.requires_grad_(True)
+        rng = np.random.default_rng(cfg.seed)
+        groups = _groups(data, task_ids, cfg.group_size, rng)
+        model.eval()  # no dropout noise in the curvature estimate
+        for a in range(0, len(groups), cfg.batch_tasks):
+            chunk = groups[a:a + cfg.batch_tasks]
+            idx = np.concatenate(chunk)
+            gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
+            model.zero_grad()
+            lambda_rank_loss(model(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid).backward()
+            for n, p in model.named_parameters():
+                if p.grad is not None:
+                    fisher[n] += p.grad.detach() ** 2
+        scale = torch.cat([f.flatten() for f in fisher.values()]).mean().clamp(min=1e-12)
+        fisher = {n: f / scale for n, f in fisher.items()}  # normalised per platform
+        if self.fisher is not None:
+            fisher = {n: cfg.gamma * self.fisher[n] + f for n, f in fisher.items()}
+        self.fisher = fisher
+        self.anchor = {n: p.detach().clone() for n, p in model.named_parameters()}
+        self.platforms += 1
+        model.zero_grad()
+
+    def state_dict(self) -> dict:
+        return {"fisher": self.fisher, "anchor": self.anchor, "platforms": self.platforms}
+
+    @classmethod
+    def from_state_dict(cls, state: dict | None) -> "OnlineEWC":
+        return cls(**state) if state else cls()
+
+
+def _standardise(scores: torch.Tensor, gid: torch.Tensor) -> torch.Tensor:
+    """Scores minus their group mean, over their group std: only the order within a task counts."""
+    out = torch.empty_like(scores)
+    for g in torch.unique(gid):
+        m = gid == g
+        s = scores[m]
+        out[m] = (s - s.mean()) / (s.std(unbiased=False) + 1e-6)
+    return out
+
+
+def _ranks(v: torch.Tensor) -> torch.Tensor:
+    return torch.argsort(torch.argsort(v)).float()
+
+
+def gate(ac_scores: torch.Tensor, labels: torch.Tensor, gid: torch.Tensor) -> torch.Tensor:
+    """g_i = exp(-|rank of program i by the AC - its rank by the measurements| / programs in its task)."""
+    g = torch.empty_like(ac_scores)
+    for k in torch.unique(gid):
+        m = gid == k
+        n = int(m.sum())
+        g[m] = torch.exp(-(_ranks(ac_scores[m]) - _ranks(labels[m])).abs() / max(n, 1))
+    return g
+
+
+def _batches(data, task_ids, cfg, rng):
+    groups = _groups(data, task_ids, cfg.group_size, rng)
+    for a in range(0, len(groups), cfg.batch_tasks):
+        chunk = groups[a:a + cfg.batch_tasks]
+        idx = np.concatenate(chunk)
+        yield idx, torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
+
+
+def progress(kb: MambaCostModel, data: ProgramData, task_ids, cfg: CKDConfig) -> ActiveColumn:
+    """Trains a fresh active column on the new platform with the KB frozen."""
+    _seed_everything(cfg.seed)
+    ac = ActiveColumn(kb, cfg.alpha_init)
+    params = [p for p in ac.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=cfg.lr)
+    rng = np.random.default_rng(cfg.seed)
+    ac.train()
+    for _ in range(cfg.progress_epochs):
+        for idx, gid in _batches(data, task_ids, cfg, rng):
+            loss = lambda_rank_loss(ac(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, cfg.clip)
+            opt.step()
+    ac.eval()
+    return ac
+
+
+def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: ProgramData, task_ids,
+             cfg: CKDConfig) -> MambaCostModel:
+    """Distils the AC into a copy of the KB (gated), with the label ranking loss and online EWC."""
+    _seed_everything(cfg.seed + 1)
+    student = copy.deepcopy(kb)
+    for p in student.parameters():
+        p.requires_grad_(True)
+    opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
+    rng = np.random.default_rng(cfg.seed + 1)
+    student.train()
+    for _ in range(cfg.compress_epochs):
+        for idx, gid in _batches(data, task_ids, cfg, rng):
+            inputs = data.inputs(idx)
+            labels = torch.from_numpy(data.label[idx])
+            with torch.no_grad():
+                teacher = ac(*inputs)
+                g = gate(teacher, labels, gid) if cfg.gated else torch.ones_like(teacher)
+            s = student(*inputs)
+            distill = (g * (_standardise(s, gid) - _standardise(teacher, gid)) ** 2).mean()
+            loss = distill + cfg.beta * lambda_rank_loss(s, labels, gid) + ewc.penalty(student, cfg.ewc_lambda)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(student.parameters(), cfg.clip)
+            opt.step()
+    student.eval()
+    return student
+
+
+def learn_platform(kb: MambaCostModel, ewc: OnlineEWC, data: ProgramData, task_ids, cfg: CKDConfig):
+    """progress -> compress -> consolidate on one new platform; returns (new KB, EWC, seconds)."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    t0 = time.perf_counter()
+    ac = progress(kb, data, task_ids, cfg)
+    new_kb = compress(kb, ac, ewc, data, task_ids, cfg)
+    ewc.consolidate(new_kb, data, task_ids, cfg)
+    return new_kb, ewc, time.perf_counter() - t0
+
+
+def first_platform(data: ProgramData, task_ids, cfg: CKDConfig, model_config: dict | None = None):
+    """The KB of the first platform: plain training, then its Fisher; returns (KB, EWC, seconds)."""
+    from .train import train
+
+    t0 = time.perf_counter()
+    kb, _ = train(data, task_ids, (), arch="mamba", model_config=model_config,
+                  epochs=cfg.progress_epochs + cfg.compress_epochs, lr=cfg.lr, seed=cfg.seed,
+                  threads=cfg.threads, progress=False)
+    ewc = OnlineEWC()
+    ewc.consolidate(kb, data, task_ids, cfg)
+    return kb, ewc, time.perf_counter() - t0
+
+
+def save_kb(path, kb: MambaCostModel, ewc: OnlineEWC, meta: dict):
+    """A tcl checkpoint (tcl eval / tcl export read it) that also carries the EWC state."""
+    from .train import save_checkpoint
+
+    save_checkpoint(path, kb, "mamba", meta)
+    ck = torch.load(path, weights_only=True)
+    ck["ewc"] = ewc.state_dict()
+    torch.save(ck, path)
+
+
+def load_kb(path) -> tuple[MambaCostModel, OnlineEWC, dict]:
+    from .errors import FormatError
+    from .train import load_checkpoint
+
+    kb, ck = load_checkpoint(path)
+    if ck["arch"] != "mamba":
+        raise FormatError(f"{path}: a knowledge base must be a Mamba cost model, not {ck['arch']!r}")
+    if not ck.get("ewc"):
+        raise FormatError(f"{path}: no EWC state; make the first knowledge base with "
+                          "`tcl distill --data FIRST_PLATFORM --out KB.pt`")
+    return kb, OnlineEWC.from_state_dict(ck["ewc"]), ck

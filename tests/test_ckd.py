@@ -1,0 +1,107 @@
+"""Continual distillation: a frozen KB during progress, constant size, only new data, EWC."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tcl  # noqa: E402
+from tcl.ckd import ActiveColumn, CKDConfig, OnlineEWC, first_platform, gate, learn_platform, progress  # noqa: E402
+from tcl.train import ProgramData  # noqa: E402
+from test_features import MS_FIXTURE  # noqa: E402
+
+CFG = CKDConfig(progress_epochs=2, compress_epochs=2, threads=1, group_size=16)
+
+
+@pytest.fixture(scope="module")
+def platforms():
+    # two databases stand in for two platforms' data
+    return [ProgramData(tcl.featurize(MS_FIXTURE / name)) for name in ("matmul_128", "conv2d_1x16x14x14_32_3x3")]
+
+
+@pytest.fixture(scope="module")
+def kb1(platforms):
+    return first_platform(platforms[0], [0], CFG, model_config={"d_model": 32})
+
+
+def params(model):
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def test_progress_keeps_the_kb_frozen(platforms, kb1):
+    kb, _, _ = kb1
+    before = params(kb)
+    ac = progress(kb, platforms[1], [0], CFG)
+    assert isinstance(ac, ActiveColumn)
+    for n, p in kb.named_parameters():
+        assert torch.equal(p, before[n]), n
+    assert not any(p.requires_grad for p in ac.kb.parameters())
+    # the column did learn: its weights moved away from its initial ones (same seed, same init)
+    from tcl.train import _seed_everything
+
+    _seed_everything(CFG.seed)
+    fresh = ActiveColumn(kb, CFG.alpha_init)
+    assert any(not torch.equal(p, q) for p, q in zip(ac.col.parameters(), fresh.col.parameters()))
+
+
+def test_kb_size_is_constant_and_it_learns_the_new_platform(platforms, kb1):
+    kb, ewc, _ = kb1
+    new_kb, ewc2, seconds = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), platforms[1], [0], CFG)
+    assert new_kb.size_mb() == kb.size_mb()
+    assert {n: p.shape for n, p in new_kb.named_parameters()} == {n: p.shape for n, p in kb.named_parameters()}
+    assert ewc2.platforms == 2 and seconds > 0
+    assert any(not torch.equal(p, q) for p, q in zip(new_kb.parameters(), kb.parameters()))
+
+
+def test_ewc_penalty():
+    model = torch.nn.Linear(3, 1)
+    ewc = OnlineEWC()
+    assert float(ewc.penalty(model, 10.0).detach()) == 0.0  # nothing consolidated yet
+    ewc.fisher = {n: torch.full_like(p, 2.0) for n, p in model.named_parameters()}
+    ewc.anchor = {n: p.detach().clone() for n, p in model.named_parameters()}
+    assert float(ewc.penalty(model, 10.0).detach()) == 0.0  # at the anchor
+    with torch.no_grad():
+        model.weight += 0.5  # 3 weights moved by 0.5: (10 / 2) * 2 * 3 * 0.25 = 7.5
+    assert float(ewc.penalty(model, 10.0).detach()) == pytest.approx(7.5)
+
+
+def test_online_fisher_decays_and_normalises(platforms, kb1):
+    kb, ewc, _ = kb1
+    f1 = {n: f.clone() for n, f in ewc.fisher.items()}
+    assert float(torch.cat([f.flatten() for f in f1.values()]).mean()) == pytest.approx(1.0, rel=1e-5)
+    e = OnlineEWC.from_state_dict(ewc.state_dict())
+    e.consolidate(kb, platforms[1], [0], CFG)
+    total = torch.cat([f.flatten() for f in e.fisher.values()]).mean()
+    assert float(total) == pytest.approx(CFG.gamma * 1.0 + 1.0, rel=1e-4)
+
+
+def test_gate_trusts_the_column_where_it_ranks_right():
+    labels = torch.tensor([0.1, 0.5, 1.0, 0.2])
+    gid = torch.zeros(4, dtype=torch.long)
+    assert torch.allclose(gate(labels * 3, labels, gid), torch.ones(4))
+    g = gate(-labels, labels, gid)
+    assert torch.all(g < 1) and g.min() < 0.5
+
+
+def test_distill_cli_reads_only_the_new_platform(tmp_path, monkeypatch):
+    from tcl import cli, features
+
+    kb1 = tmp_path / "kb1.pt"
+    args = ["--progress-epochs", "1", "--compress-epochs", "1", "--threads", "1"]
+    assert cli.main(["distill", "--data", str(MS_FIXTURE / "matmul_128"), "--out", str(kb1), *args]) == 0
+    seen = []
+    real = features.featurize
+
+    def spy(paths, *a, **k):
+        seen.append([str(p) for p in paths])
+        return real(paths, *a, **k)
+
+    monkeypatch.setattr(features, "featurize", spy)
+    new = str(MS_FIXTURE / "conv2d_1x16x14x14_32_3x3")
+    assert cli.main(["distill", "--kb", str(kb1), "--data", new, "--out", str(tmp_path / "kb2.pt"), *args]) == 0
+    assert seen == [[new]]
+    from tcl.ckd import load_kb
+
+    kb2, ewc, ck = load_kb(tmp_path / "kb2.pt")
+    assert ewc.platforms == 2 and len(ck["meta"]["platforms"]) == 2
+    assert kb2.size_mb() == load_kb(kb1)[0].size_mb()
