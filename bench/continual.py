@@ -1,0 +1,230 @@
+"""Learning platform after platform: continual distillation against the baselines.
+
+Platforms are datasets (default: datasets/*/ with platform.json), learned in the order given (and
+the reverse order with --both-orders). After each stage every method's model is scored (pooled
+Top-1 on each platform's held-out tasks), giving a matrix R[stage][platform]. Reported per method:
+average Top-1 after the last stage, forgetting (mean over earlier platforms of best-ever Top-1
+minus final Top-1), model size, training seconds.
+
+Methods: ckd (tcl.ckd: progress + gated compress + online EWC), distill (the same without EWC),
+ewc (fine-tuning with online EWC, no column), finetune (plain sequential fine-tuning), separate
+(a new model per platform; size grows), joint (all platforms' data at once: a shared backbone with
+one head per platform, the MTL-TLP-style upper bound that needs every dataset together).
+
+Writes bench/results/continual.json ({order: {method: {"avg_top1", "forgetting", "size_mb"}}}),
+continual_details.json (the matrices) and continual.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+ROOT = Path(__file__).resolve().parent.parent
+
+import tcl  # noqa: E402
+from tcl.ckd import CKDConfig, OnlineEWC, compress, first_platform, learn_platform, progress  # noqa: E402
+from tcl.model.losses import lambda_rank_loss  # noqa: E402
+from tcl.train import ProgramData, _groups, _seed_everything, build_model, score_tasks, split_tasks, train  # noqa: E402
+
+METHODS = ("ckd", "distill", "ewc", "finetune", "separate", "joint")
+
+
+def top1(model, data, test_ids) -> float:
+    return score_tasks(model, data, test_ids)["pooled"]["top1"]
+
+
+def finetune(model, data, ids, cfg: CKDConfig, ewc: OnlineEWC | None):
+    """Continues training `model` on new data (LambdaRank), optionally with the EWC penalty."""
+    model = copy.deepcopy(model)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    rng = np.random.default_rng(cfg.seed)
+    model.train()
+    for _ in range(cfg.progress_epochs + cfg.compress_epochs):
+        groups = _groups(data, ids, cfg.group_size, rng)
+        for a in range(0, len(groups), cfg.batch_tasks):
+            chunk = groups[a:a + cfg.batch_tasks]
+            idx = np.concatenate(chunk)
+            gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
+            loss = lambda_rank_loss(model(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
+            if ewc is not None:
+                loss = loss + ewc.penalty(model, cfg.ewc_lambda)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+            opt.step()
+    model.eval()
+    return model
+
+
+class MultiHead(nn.Module):
+    """A shared MambaCostModel body with one head per platform (MTL baseline)."""
+
+    def __init__(self, n_platforms: int, model_config: dict | None):
+        super().__init__()
+        self.body = build_model("mamba", **(model_config or {}))
+        self.heads = nn.ModuleList(copy.deepcopy(self.body.decoder) for _ in range(n_platforms))
+        self.platform = 0
+
+    def forward(self, seq, lengths, workload=None, hardware=None):
+        b = self.body
+        parts = [b.embedding(seq, lengths)]
+        if b.workload_proj is not None:
+            parts.append(b.workload_proj(workload))
+        if b.hardware_proj is not None:
+            parts.append(b.hardware_proj(hardware))
+        return self.heads[self.platform](torch.cat(parts, -1)).squeeze(-1)
+
+    def size_mb(self) -> float:
+        return sum(p.numel() for n, p in self.named_parameters() if not n.startswith("body.decoder")) * 4 / 1e6
+
+
+def joint(datas, train_ids, cfg: CKDConfig, model_config):
+    _seed_everything(cfg.seed)
+    model = MultiHead(len(datas), model_config)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    rng = np.random.default_rng(cfg.seed)
+    model.train()
+    for _ in range(cfg.progress_epochs + cfg.compress_epochs):
+        batches = []
+        for k, (d, ids) in enumerate(zip(datas, train_ids)):
+            groups = _groups(d, ids, cfg.group_size, rng)
+            batches += [(k, groups[a:a + cfg.batch_tasks]) for a in range(0, len(groups), cfg.batch_tasks)]
+        rng.shuffle(batches)
+        for k, chunk in batches:
+            model.platform = k
+            idx = np.concatenate(chunk)
+            gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
+            loss = lambda_rank_loss(model(*datas[k].inputs(idx)), torch.from_numpy(datas[k].label[idx]), gid)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+            opt.step()
+    model.eval()
+    return model
+
+
+def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods) -> dict:
+    n = len(datas)
+    out = {}
+    for method in methods:
+        t0 = time.perf_counter()
+        matrix = np.full((n, n), np.nan)
+        size = 0.0
+        if method == "joint":
+            model = joint(datas, [s[0] for s in splits], cfg, model_config)
+            for j in range(n):
+                model.platform = j
+                matrix[n - 1, j] = top1(model, datas[j], splits[j][1])
+            size = model.size_mb()
+        else:
+            models = []
+            kb, ewc, _ = first_platform(datas[0], splits[0][0], cfg, model_config)
+            for i in range(n):
+                if i > 0:
+                    if method == "ckd":
+                        kb, ewc, _ = learn_platform(kb, ewc, datas[i], splits[i][0], cfg)
+                    elif method == "distill":
+                        ac = progress(kb, datas[i], splits[i][0], cfg)
+                        kb = compress(kb, ac, OnlineEWC(), datas[i], splits[i][0], cfg)
+                    elif method == "ewc":
+                        kb = finetune(kb, datas[i], splits[i][0], cfg, ewc)
+                        ewc.consolidate(kb, datas[i], splits[i][0], cfg)
+                    elif method == "finetune":
+                        kb = finetune(kb, datas[i], splits[i][0], cfg, None)
+                    elif method == "separate":
+                        kb, _ = train(datas[i], splits[i][0], (), epochs=cfg.progress_epochs + cfg.compress_epochs,
+                                      model_config=model_config, seed=cfg.seed, threads=cfg.threads, progress=False)
+                models.append(kb)
+                for j in range(i + 1):
+                    # separate: each platform is scored with its own model
+                    m = models[j] if method == "separate" else kb
+                    matrix[i, j] = top1(m, datas[j], splits[j][1])
+            size = sum(m.size_mb() for m in models) if method == "separate" else kb.size_mb()
+        final = matrix[n - 1]
+        best = np.nanmax(matrix, axis=0)
+        forgetting = float(np.mean(best[:-1] - final[:-1])) if n > 1 and method != "joint" else 0.0
+        out[method] = {"avg_top1": float(np.mean(final)), "forgetting": forgetting, "size_mb": size,
+                       "seconds": time.perf_counter() - t0, "matrix": matrix.tolist(), "platforms": names}
+        print(f"  {method:<9} avg Top-1 {out[method]['avg_top1']:.4f}  forgetting {forgetting:+.4f}  "
+              f"size {size:.3f} MB  {out[method]['seconds']:.0f} s", flush=True)
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="*", help="one dataset per platform, in learning order (default: datasets/*/)")
+    p.add_argument("--methods", nargs="+", default=list(METHODS))
+    p.add_argument("--both-orders", action="store_true", help="also learn the platforms in reverse order")
+    p.add_argument("--progress-epochs", type=int, default=20)
+    p.add_argument("--compress-epochs", type=int, default=20)
+    p.add_argument("--ewc-lambda", type=float, default=100.0)
+    p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
+    p.add_argument("--d-model", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "continual.json"))
+    args = p.parse_args(argv)
+    paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
+    if len(paths) < 2:
+        sys.exit("give two or more platforms' datasets")
+    cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
+                    ewc_lambda=args.ewc_lambda, seed=args.seed, threads=args.threads)
+    torch.set_num_threads(args.threads)
+    model_config = {"d_model": args.d_model} if args.d_model else None
+    datas = [ProgramData(tcl.featurize(x)) for x in paths]
+    splits = [split_tasks(d.tasks, args.test_fraction, args.seed) for d in datas]
+    names = [Path(x).name for x in paths]
+    for name, (_, test_ids) in zip(names, splits):
+        if not test_ids:
+            sys.exit(f"{name}: no held-out tasks to score (its task.json has no test split; give --test-fraction)")
+    orders = [list(range(len(paths)))] + ([list(reversed(range(len(paths))))] if args.both_orders else [])
+    summary, details = {}, {}
+    for order in orders:
+        key = " -> ".join(names[i] for i in order)
+        print(f"order {key}:")
+        res = run_order([names[i] for i in order], [datas[i] for i in order], [splits[i] for i in order],
+                        cfg, model_config, args.methods)
+        details[key] = res
+        summary[key] = {m: {k: r[k] for k in ("avg_top1", "forgetting", "size_mb")} for m, r in res.items()}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    out.with_name(out.stem + "_details.json").write_text(json.dumps(details, indent=1) + "\n")
+    plot(details, out.with_suffix(".png"))
+    print(f"-> {out}")
+
+
+def plot(details, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(order, m, r) for order, res in details.items() for m, r in res.items()]
+    fig, axes = plt.subplots(1, len(rows), figsize=(2.6 * len(rows), 2.8), squeeze=False)
+    for ax, (order, m, r) in zip(axes[0], rows):
+        mat = np.array(r["matrix"], dtype=float)
+        ax.imshow(np.nan_to_num(mat, nan=0.0), vmin=0, vmax=1, cmap="viridis")
+        for (i, j), v in np.ndenumerate(mat):
+            if not np.isnan(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w")
+        ax.set_title(f"{m}\n{order}", fontsize=7)
+        ax.set_xlabel("scored on platform", fontsize=7)
+        ax.set_ylabel("after stage", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
