@@ -1,0 +1,114 @@
+"""Per-candidate scoring cost inside the search loop: from MeasureCandidate to score, 1 thread.
+
+TCL: str(trace) -> C++ featurizer -> onnxruntime (tcl.tvm.CostModel.predict). XGB: TVM's XGBModel
+(PerStoreFeature extraction + booster predict). MLP: TVM's MLPModel (PerStoreFeature + SegmentSum
+MLP). The candidates are 512 programs rebuilt from stock databases (default: the test fixture),
+each model scores the same list (XGBModel is first trained on them, since it predicts at random
+without a booster; the other two cost the same whatever their weights). Repeats are interleaved so the models see the same machine load.
+
+Writes bench/results/inloop.json with tcl_us_per_candidate, xgb_us_per_candidate,
+mlp_us_per_candidate (medians) and the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TVM_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def candidates(db_dirs, n, seed=0):
+    from tvm.s_tir import meta_schedule as ms
+
+    out = []
+    for d in db_dirs:
+        recs = ms.database.JSONDatabase(work_dir=str(d)).get_all_tuning_records()
+        ctx = ms.TuneContext(mod=recs[0].workload.mod, target=recs[0].target, num_threads=1)
+        out.append((ctx, recs))
+    rng = np.random.default_rng(seed)
+    per = n // len(out)
+    picked = []
+    for ctx, recs in out:
+        idx = rng.choice(len(recs), size=per, replace=per > len(recs))
+        picked.append((ctx, [recs[i] for i in idx]))
+    return picked
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--db", nargs="+", default=sorted(str(d) for d in (ROOT / "tests" / "fixtures" / "ms").iterdir() if d.is_dir()))
+    p.add_argument("--model", default=None, help="TCL ONNX model (default: the shipped one, else a fresh export)")
+    p.add_argument("--candidates", type=int, default=512)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "inloop.json"))
+    args = p.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(1)
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.cost_model.mlp_model import MLPModel
+
+    from tcl.tvm.builder import import_cpu_tensor_intrin
+    from tcl.tvm.cost_model import CostModel
+
+    import_cpu_tensor_intrin()
+    groups = candidates(args.db, args.candidates)
+    with tempfile.TemporaryDirectory() as tmp:
+        model_path = args.model
+        if model_path is None:
+            from tcl.runtime import DEFAULT_ONNX
+
+            if DEFAULT_ONNX.is_file():
+                model_path = str(DEFAULT_ONNX)
+            else:  # same architecture and size as the default: the cost is what is measured
+                from tcl.export import export_onnx
+                from tcl.train import build_model
+
+                model_path = os.path.join(tmp, "model.onnx")
+                export_onnx(build_model("mamba"), model_path)
+        models = {
+            "tcl": CostModel(model_path, adapt=False),
+            "xgb": ms.cost_model.XGBModel(extractor=ms.feature_extractor.PerStoreFeature(), num_warmup_samples=0,
+                                          adaptive_training=False, num_tuning_cores=1),
+            "mlp": MLPModel(),
+        }
+        cands = [(ctx, [r.as_measure_candidate() for r in recs]) for ctx, recs in groups]
+        results = [[ms.runner.RunnerResult(r.run_secs, None) for r in recs] for _, recs in groups]
+        # XGBModel predicts at random until it has a booster: train it on these programs. The
+        # MLP's (and TCL's) cost does not depend on their weights.
+        for (ctx, cs), rs in zip(cands, results):
+            models["xgb"].update(ctx, cs, rs)
+        n = sum(len(c) for _, c in cands)
+        times = {k: [] for k in models}
+        for _ in range(args.repeats):
+            for name, m in models.items():
+                t0 = time.perf_counter()
+                for ctx, cs in cands:
+                    m.predict(ctx, cs)
+                times[name].append((time.perf_counter() - t0) / n * 1e6)
+    res = {f"{k}_us_per_candidate": statistics.median(v) for k, v in times.items()}
+    res.update(candidates=n, runs_us=times, model=str(args.model or "default-size fresh export"),
+               load_average=os.getloadavg())
+    print(f"{n} candidates, 1 thread, median of {args.repeats} (µs per candidate):")
+    for k in models:
+        print(f"  {k:<4} {res[f'{k}_us_per_candidate']:9.1f}   "
+              f"{res['xgb_us_per_candidate'] / res[f'{k}_us_per_candidate']:5.1f}x cheaper than xgb")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    print(f"-> {out}")
+
+
+if __name__ == "__main__":
+    main()
