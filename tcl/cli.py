@@ -235,6 +235,31 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    "hardware vector is then all zeros unless given at scoring time)")
     x.set_defaults(run=_export)
 
+    u = sub.add_parser(
+        "tune",
+        help="tune a network's heaviest tasks (or a workload) with TCL or TVM's cost models (needs apache-tvm)",
+        description="Extract a network's tasks (or one workload), tune the heaviest with MetaSchedule's "
+        "evolutionary search guided by the chosen cost model, compile and time the network against "
+        "the untuned build and PyTorch eager. --compare runs other cost models with the same budget "
+        "and prints them side by side. Writes report.json and report.png per cost model under --out.",
+    )
+    what = u.add_mutually_exclusive_group(required=True)
+    what.add_argument("--network", help="resnet18, resnet50, mobilenet_v2, vgg11, vit_tiny, bert_tiny, bert_base, dcgan")
+    what.add_argument("--workload", help="e.g. matmul:128,128,128 (a ms.testing.te_workload function and its args)")
+    u.add_argument("--trials", type=int, default=64, help="measured programs per task")
+    u.add_argument("--max-tasks", type=int, default=4, help="tune this many of the heaviest tasks (0: all)")
+    u.add_argument("--cost-model", choices=["tcl", "xgb", "mlp", "random"], default="tcl")
+    u.add_argument("--compare", nargs="*", default=[], choices=["tcl", "xgb", "mlp", "random"],
+                   help="also tune with these cost models (same tasks, same budget)")
+    u.add_argument("--model", default=None, help="TCL ONNX model (default: the one shipped with tcl)")
+    u.add_argument("--target", default=None, help="TVM target (default: this CPU, all cores)")
+    u.add_argument("--rpc", default=None, metavar="HOST:PORT", help="measure through this TVM RPC tracker")
+    u.add_argument("--key", default=None, help="RPC device key")
+    u.add_argument("--out", default="tune-out", help="output directory")
+    u.add_argument("--seed", type=int, default=0)
+    u.add_argument("--no-end-to-end", action="store_true", help="skip compiling and timing the whole network")
+    u.set_defaults(run=_tune)
+
     c = sub.add_parser(
         "collect",
         help="measure programs of networks' tuning tasks with TVM into a dataset (needs apache-tvm)",
@@ -326,6 +351,26 @@ def _export(args):
     export_onnx(model, args.out, platform=platform, extra={"arch": ck["arch"], "trained": ck.get("meta", {}).get("data")})
     print(f"{args.model} ({ck['arch']}, {model.size_mb():.3f} MB of parameters) -> {args.out} "
           f"({Path(args.out).stat().st_size / 1e6:.3f} MB)")
+
+
+def _tune(args):
+    from .tvm.tune import tune
+
+    rows = []
+    for kind in [args.cost_model] + [k for k in args.compare if k != args.cost_model]:
+        r = tune(Path(args.out) / kind, network=args.network, workload=args.workload, trials=args.trials,
+                 cost_model=kind, model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
+                 max_tasks=args.max_tasks or None, seed=args.seed, measure_end_to_end=not args.no_end_to_end)
+        rows.append((kind, r))
+    print(f"{'cost model':<11}{'tuning s':>9}{'weighted best ms':>18}{'network ms':>12}{'untuned ms':>12}{'PyTorch ms':>12}")
+    def ms_(v):
+        return f"{v * 1e3:12.2f}" if v is not None else f"{'-':>12}"
+
+    for kind, r in rows:
+        e2e = r.get("end_to_end", {})
+        print(f"{kind:<11}{r['seconds']:>9.0f}{r['weighted_best_s'] * 1e3:>18.3f}{ms_(e2e.get('tuned_s'))}"
+              f"{ms_(e2e.get('untuned_s'))}{ms_(e2e.get('pytorch_eager_s'))}")
+    print(f"reports: {Path(args.out)}/<cost model>/report.json")
 
 
 def _collect(args):
