@@ -6,6 +6,7 @@ import pytest
 tvm = pytest.importorskip("tvm")
 pytest.importorskip("onnxruntime")
 from tvm.s_tir import meta_schedule as ms  # noqa: E402
+from tvm.s_tir.meta_schedule.testing import te_workload  # noqa: E402
 
 from tcl.tvm.builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner  # noqa: E402
 from tcl.tvm.cost_model import CostModel  # noqa: E402
@@ -18,7 +19,7 @@ def test_tune_tir_with_tcl_cost_model(exported_model, tmp_path):
 
     _, path, _ = exported_model
     import_cpu_tensor_intrin()
-    func = te.create_prim_func(ms.testing.te_workload.matmul(64, 64, 64))
+    func = te.create_prim_func(te_workload.matmul(64, 64, 64))
     model = CostModel(path, min_samples=8, ramp=16)
     builder = make_builder(max_workers=2)
     try:

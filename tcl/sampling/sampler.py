@@ -43,8 +43,8 @@ class LookupOracle:
 @dataclass
 class SamplingConfig:
     method: str = "rdu"
-    fraction: float | None = 0.1  # of each task's pool; or a total `count`
-    count: int | None = None
+    fraction: float | None = 0.1  # of each task's pool
+    count: int | None = None  # or programs in total (overrides fraction)
     rounds: int = 3  # the budget is spent evenly over this many rounds
     weights: Weights = field(default_factory=Weights)
     embedding: str = "model"  # "model" or "features"
@@ -94,7 +94,7 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
     rng = np.random.default_rng(config.seed)
     pool = data.programs_of(task_ids)
     group = np.searchsorted(np.asarray(sorted(task_ids)), data.task[pool]).astype(np.int32)
-    total = per_task_budget(group, config.fraction, config.count)
+    total = per_task_budget(group, None if config.count is not None else config.fraction, config.count)
     selected = np.zeros(len(pool), bool)
     picked_order: list[np.ndarray] = []
     costs = np.full(len(pool), np.nan)

@@ -16,7 +16,7 @@ import json
 import time
 
 import numpy as np
-import tvm
+import tvm_ffi
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
@@ -79,7 +79,7 @@ class CostModel(ms.cost_model.PyCostModel):
 
     @staticmethod
     def _task(context) -> int:
-        return int(tvm.ir.structural_hash(context.mod))
+        return int(tvm_ffi.structural_hash(context.mod))
 
     # -- PyCostModel
     def predict(self, context, candidates) -> np.ndarray:

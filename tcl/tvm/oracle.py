@@ -45,6 +45,7 @@ class TVMOracle:
             rec, task_dir = self.reader.record(int(i))
             by_task.setdefault(task_dir, []).append((k, rec))
         for task_dir, items in by_task.items():
+            (self.out_dir / task_dir).mkdir(exist_ok=True)
             db = ms.database.JSONDatabase(work_dir=str(self.out_dir / task_dir))
             workload = db.commit_workload(items[0][1].workload.mod)
             for a in range(0, len(items), self.batch_size):

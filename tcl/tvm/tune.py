@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
@@ -43,7 +44,7 @@ class TimedCostModel(ms.cost_model.PyCostModel):
 
     def update(self, context, candidates, results):
         self.inner.update(context, candidates, results)
-        self.batches.append((time.perf_counter() - self.start, int(tvm.ir.structural_hash(context.mod)),
+        self.batches.append((time.perf_counter() - self.start, int(tvm_ffi.structural_hash(context.mod)),
                              len(candidates)))
 
     def predict(self, context, candidates):
@@ -70,8 +71,10 @@ def workload_task(spec: str) -> nets.Task:
     """'matmul:128,128,128' or 'conv2d_nchw:1,64,56,56,64,3,1,1' (ms.testing.te_workload names)."""
     from tvm import te
 
+    from tvm.s_tir.meta_schedule.testing import te_workload
+
     name, _, args = spec.partition(":")
-    fn = getattr(ms.testing.te_workload, name, None)
+    fn = getattr(te_workload, name, None)
     if fn is None or not callable(fn):
         raise ValueError(f"unknown workload {name!r}: use a function of ms.testing.te_workload, e.g. matmul:128,128,128")
     mod = tvm.IRModule({"main": te.create_prim_func(fn(*[int(a) for a in args.split(",") if a]))})
@@ -85,7 +88,7 @@ def _curve(db_dir: Path, task: nets.Task) -> list[float]:
     key = task.shash
     secs = []
     for r in _records_in_file_order(db_dir):
-        if str(tvm.ir.structural_hash(r.workload.mod)) == key:
+        if str(tvm_ffi.structural_hash(r.workload.mod)) == key:
             s = [float(x) for x in r.run_secs]
             secs.append(np.mean(s) if s and max(s) < 1e9 else np.inf)
     return np.minimum.accumulate(secs).tolist() if secs else []
@@ -161,7 +164,7 @@ def tune(out_dir, network: str | None = None, workload: str | None = None, trial
               "target": str(target), "seconds": time.perf_counter() - t0, "tasks": {}}
     for task in tasks:
         curve = _curve(out_dir / "db", task)
-        h = int(tvm.ir.structural_hash(task.mod))
+        h = int(tvm_ffi.structural_hash(task.mod))
         stamps = [(s, n) for s, th, n in model.batches if th == h]
         times = np.repeat([s for s, _ in stamps], [n for _, n in stamps]).tolist()
         report["tasks"][task.name] = {"weight": task.weight, "flops": task.flops, "best_s": curve[-1] if curve else None,
