@@ -41,3 +41,21 @@ def test_tune_tir_with_tcl_cost_model(exported_model, tmp_path):
     other.load(str(tmp_path / "state.json"))
     (res2,) = other.tasks.values()
     np.testing.assert_allclose(res2.coef, res.coef)
+
+
+def test_tcl_tune_cli_one_workload(exported_model, tmp_path, capsys):
+    import json
+
+    from tcl.cli import main
+
+    _, path, _ = exported_model
+    rc = main(["tune", "--workload", "matmul:64,64,64", "--trials", "16", "--cost-model", "tcl",
+               "--model", str(path), "--out", str(tmp_path)])
+    assert rc == 0
+    report = json.loads((tmp_path / "tcl" / "report.json").read_text())
+    (task,) = report["tasks"].values()
+    curve = task["best_vs_trials"]
+    assert len(curve) == 16 and all(a >= b for a, b in zip(curve, curve[1:]))  # best so far
+    assert 0 < report["weighted_best_s"] < 1 and report["cost_model_stats"]["predicted"] > 0
+    assert (tmp_path / "tcl" / "report.png").stat().st_size > 0
+    assert "weighted best ms" in capsys.readouterr().out

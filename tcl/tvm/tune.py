@@ -146,6 +146,7 @@ def tune(out_dir, network: str | None = None, workload: str | None = None, trial
     tasks = nets.network_tasks(network, target) if network else [workload_task(workload)]
     tasks.sort(key=lambda t: -t.weight * t.flops)  # heaviest first
     tasks = tasks[:max_tasks] if max_tasks else tasks
+    (out_dir / "db").mkdir(exist_ok=True)
     db = ms.database.JSONDatabase(work_dir=str(out_dir / "db"))
     model = TimedCostModel(make_cost_model(cost_model, model_path))
     builder = make_builder(max_workers=2)
