@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from collections import defaultdict
+from pathlib import Path
 
 from .errors import FormatError, MissingDependencyError
 
