@@ -31,7 +31,7 @@ import torch.nn as nn
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
-from tcl.ckd import CKDConfig, OnlineEWC, compress, first_platform, learn_platform, progress  # noqa: E402
+from tcl.ckd import CKDConfig, OnlineEWC, _batches, compress, first_platform, learn_platform, progress  # noqa: E402
 from tcl.model.losses import lambda_rank_loss  # noqa: E402
 from tcl.train import ProgramData, _groups, _seed_everything, build_model, score_tasks, split_tasks, train  # noqa: E402
 
@@ -51,11 +51,7 @@ def finetune(model, data, ids, cfg: CKDConfig, ewc: OnlineEWC | None):
     rng = np.random.default_rng(cfg.seed)
     model.train()
     for _ in range(cfg.progress_epochs + cfg.compress_epochs):
-        groups = _groups(data, ids, cfg.group_size, rng)
-        for a in range(0, len(groups), cfg.batch_tasks):
-            chunk = groups[a:a + cfg.batch_tasks]
-            idx = np.concatenate(chunk)
-            gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
+        for idx, gid in _batches(data, ids, cfg, rng):
             loss = lambda_rank_loss(model(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
             if ewc is not None:
                 loss = loss + ewc.penalty(model, cfg.ewc_lambda)
