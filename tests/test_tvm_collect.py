@@ -123,7 +123,8 @@ def test_resume_after_kill_9(tmp_path):
     cmd = [sys.executable, "-m", "tcl.tvm.collect", "--network", "sweep", "--task-filter", "matmul_64x64x64",
            "--programs-per-task", "9", "--batch-size", "3", "--repeat", "2", "--random-fraction", "1",
            "--num-cores", "2", "--held-out", "none", "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # cwd outside the source tree: the installed tcl (with its compiled _core) is the one imported
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     try:
         deadline = time.time() + 150
         while time.time() < deadline and proc.poll() is None:
