@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 import tcl  # noqa: E402
 from tcl.ckd import CKDConfig, OnlineEWC, _batches, compress, first_platform, learn_platform, progress  # noqa: E402
 from tcl.model.losses import lambda_rank_loss  # noqa: E402
-from tcl.train import ProgramData, _groups, _seed_everything, build_model, score_tasks, split_tasks, train  # noqa: E402
+from tcl.train import ProgramData, _groups, _seed_everything, build_model, optimizer_step, score_tasks, split_tasks, train  # noqa: E402
 
 METHODS = ("ckd", "distill", "ewc", "finetune", "separate", "joint")
 
@@ -55,10 +55,7 @@ def finetune(model, data, ids, cfg: CKDConfig, ewc: OnlineEWC | None):
             loss = lambda_rank_loss(model(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
             if ewc is not None:
                 loss = loss + ewc.penalty(model, cfg.ewc_lambda)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-            opt.step()
+            optimizer_step(opt, loss, model.parameters(), cfg.clip)
     model.eval()
     return model
 
@@ -102,10 +99,7 @@ def joint(datas, train_ids, cfg: CKDConfig, model_config):
             idx = np.concatenate(chunk)
             gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
             loss = lambda_rank_loss(model(*datas[k].inputs(idx)), torch.from_numpy(datas[k].label[idx]), gid)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-            opt.step()
+            optimizer_step(opt, loss, model.parameters(), cfg.clip)
     model.eval()
     return model
 

@@ -32,7 +32,7 @@ import torch.nn as nn
 
 from .model.cost_model import MambaCostModel, masked_mean
 from .model.losses import lambda_rank_loss
-from .train import ProgramData, _groups, _seed_everything
+from .train import ProgramData, _groups, _seed_everything, optimizer_step
 
 
 @dataclass
@@ -167,10 +167,7 @@ def progress(kb: MambaCostModel, data: ProgramData, task_ids, cfg: CKDConfig) ->
     for _ in range(cfg.progress_epochs):
         for idx, gid in _batches(data, task_ids, cfg, rng):
             loss = lambda_rank_loss(ac(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, cfg.clip)
-            opt.step()
+            optimizer_step(opt, loss, params, cfg.clip)
     ac.eval()
     return ac
 
@@ -195,10 +192,7 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
             s = student(*inputs)
             distill = (g * (_standardise(s, gid) - _standardise(teacher, gid)) ** 2).mean()
             loss = distill + cfg.beta * lambda_rank_loss(s, labels, gid) + ewc.penalty(student, cfg.ewc_lambda)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(student.parameters(), cfg.clip)
-            opt.step()
+            optimizer_step(opt, loss, student.parameters(), cfg.clip)
     student.eval()
     return student
 

@@ -162,6 +162,14 @@ def score_tasks(model, data: ProgramData, task_ids, batch_size: int = 256) -> di
                                 data.task[idx], keys, nets)
 
 
+def optimizer_step(opt, loss, params, clip: float):
+    """One update: backward, gradient-norm clipping, step."""
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, clip)
+    opt.step()
+
+
 def _seed_everything(seed: int):
     random.seed(seed)
     np.random.seed(seed)
@@ -214,10 +222,7 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
             gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
             labels = torch.from_numpy(data.label[idx])
             loss = lambda_rank_loss(model(*data.inputs(idx)), labels, gid)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            opt.step()
+            optimizer_step(opt, loss, model.parameters(), clip)
             losses.append(loss.item())
         hist["loss"].append(float(np.mean(losses)))
         if val_ids:
