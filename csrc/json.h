@@ -76,13 +76,15 @@ class Cursor {
   size_t offset() const { return static_cast<size_t>(p_ - begin_); }
   [[noreturn]] void fail(const std::string& what) const;
 
+ protected:  // the str(trace) text parser's cursor (trace_text.cc) extends this one
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+
  private:
   void literal(const char* word);
   static constexpr int kMaxDepth = 256;
   int depth_ = 0;
-  const char* begin_;
-  const char* p_;
-  const char* end_;
 };
 
 }  // namespace tcl

@@ -54,49 +54,26 @@ bool is_attr_keyword(std::string_view kw) {
   return attrs.count(kw) > 0;
 }
 
-class TextCursor {
+// The JSON cursor's peek/consume/expect/fail plus what Python call syntax needs: names, keywords,
+// and raw positions for skipping expressions.
+class TextCursor : public Cursor {
  public:
-  TextCursor(const char* b, const char* e) : b_(b), p_(b), e_(e) {}
-  void ws() {
-    while (p_ < e_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r')) ++p_;
-  }
-  char peek() {
-    ws();
-    return p_ < e_ ? *p_ : '\0';
-  }
-  bool consume(char c) {
-    if (peek() == c) {
-      ++p_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!consume(c)) fail(std::string("expected '") + c + "'");
-  }
+  using Cursor::Cursor;
   std::string_view ident() {
-    ws();
+    skip_ws();
     const char* s = p_;
-    while (p_ < e_ && (std::isalnum(static_cast<unsigned char>(*p_)) || *p_ == '_')) ++p_;
+    while (p_ < end_ && (std::isalnum(static_cast<unsigned char>(*p_)) || *p_ == '_')) ++p_;
     if (s == p_) fail("expected a name");
     return std::string_view(s, static_cast<size_t>(p_ - s));
   }
   bool starts_with(std::string_view w) {
-    ws();
-    return static_cast<size_t>(e_ - p_) >= w.size() && std::string_view(p_, w.size()) == w;
+    skip_ws();
+    return static_cast<size_t>(end_ - p_) >= w.size() && std::string_view(p_, w.size()) == w;
   }
   void skip(size_t n) { p_ += n; }
   const char* pos() const { return p_; }
   void set_pos(const char* p) { p_ = p; }
-  const char* end() const { return e_; }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw JsonError(what + " at column " + std::to_string(p_ - b_ + 1), static_cast<size_t>(p_ - b_));
-  }
-
- private:
-  const char* b_;
-  const char* p_;
-  const char* e_;
+  const char* end() const { return end_; }
 };
 
 void skip_expression(TextCursor& c) {
