@@ -2,8 +2,9 @@
 
 TCL: str(trace) -> C++ featurizer -> onnxruntime (tcl.tvm.CostModel.predict). XGB: TVM's XGBModel
 (PerStoreFeature extraction + booster predict). MLP: TVM's MLPModel (PerStoreFeature + SegmentSum
-MLP). The candidates are 512 programs rebuilt from stock databases (default: the test fixture),
-each model scores the same list (XGBModel is first trained on them, since it predicts at random
+MLP). The candidates are 512 programs rebuilt from stock databases (default: the 8 tasks with the
+most programs in datasets/znver4-2c, real network and sweep tasks; `--db tests/fixtures/ms/*` for the
+small fixture), 64 per task, and each model scores the same list (XGBModel is first trained on them, since it predicts at random
 without a booster; the other two cost the same whatever their weights). Repeats are interleaved so the models see the same machine load.
 
 Writes bench/results/inloop.json with tcl_us_per_candidate, xgb_us_per_candidate,
@@ -28,30 +29,46 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def candidates(db_dirs, n, seed=0):
+    """n programs spread evenly over the databases (plain or packed), as TuningRecords with a context."""
     from tvm.s_tir import meta_schedule as ms
 
-    out = []
-    for d in db_dirs:
-        recs = ms.database.JSONDatabase(work_dir=str(d)).get_all_tuning_records()
-        ctx = ms.TuneContext(mod=recs[0].workload.mod, target=recs[0].target, num_threads=1)
-        out.append((ctx, recs))
+    import tcl
+    from tcl.tvm.dataset import RecordReader
+
     rng = np.random.default_rng(seed)
-    per = n // len(out)
+    per = n // len(db_dirs)
     picked = []
-    for ctx, recs in out:
-        idx = rng.choice(len(recs), size=per, replace=per > len(recs))
-        picked.append((ctx, [recs[i] for i in idx]))
+    for d in db_dirs:
+        fs = tcl.featurize(d)
+        recs = RecordReader(fs).records(rng.choice(len(fs), size=per, replace=per > len(fs)))
+        picked.append((ms.TuneContext(mod=recs[0].workload.mod, target=recs[0].target, num_threads=1), recs))
     return picked
+
+
+def default_dbs(n_tasks: int = 8) -> list[str]:
+    """The shipped dataset's biggest tasks (their names sort ties), else the test fixture."""
+    from tcl.records import RECORD_FILE, _find, read_bytes
+
+    data = ROOT / "datasets" / "znver4-2c"
+    dirs = [d for d in data.iterdir() if _find(d, RECORD_FILE)] if data.is_dir() else []
+    if not dirs:
+        return sorted(str(d) for d in (ROOT / "tests" / "fixtures" / "ms").iterdir() if d.is_dir())
+
+    def programs(d):
+        return read_bytes(_find(d, RECORD_FILE)).count(b"\n")
+
+    return [str(d) for d in sorted(dirs, key=lambda d: (-programs(d), d.name))[:n_tasks]]
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--db", nargs="+", default=sorted(str(d) for d in (ROOT / "tests" / "fixtures" / "ms").iterdir() if d.is_dir()))
+    p.add_argument("--db", nargs="+", default=None, help="stock JSONDatabase directories (default: see above)")
     p.add_argument("--model", default=None, help="TCL ONNX model (default: the shipped one, else a fresh export)")
     p.add_argument("--candidates", type=int, default=512)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "inloop.json"))
     args = p.parse_args(argv)
+    args.db = args.db or default_dbs()
 
     import torch
 
@@ -98,7 +115,7 @@ def main(argv=None):
                     m.predict(ctx, cs)
                 times[name].append((time.perf_counter() - t0) / n * 1e6)
     res = {f"{k}_us_per_candidate": statistics.median(v) for k, v in times.items()}
-    res.update(candidates=n, runs_us=times, model=str(args.model or "default-size fresh export"),
+    res.update(candidates=n, tasks=[Path(d).name for d in args.db], runs_us=times, model=str(args.model or "default-size fresh export"),
                load_average=os.getloadavg())
     print(f"{n} candidates, 1 thread, median of {args.repeats} (µs per candidate):")
     for k in models:

@@ -55,6 +55,15 @@ def _info(args):
         print(f"{name[:40]:<40} {v['programs']:>9} {v['tasks']:>6} {v['failed']:>7}  {nets}")
 
 
+def _pack(args):
+    from .records import pack_dataset
+
+    for path in args.paths:
+        st = pack_dataset(path, restore=args.restore)
+        print(f"{path}: {'restored' if args.restore else 'packed'} {st['files']} files, "
+              f"{st['bytes_before'] / 1e6:.1f} MB -> {st['bytes_after'] / 1e6:.1f} MB")
+
+
 def _train(args):
     from .evaluate import evaluate
     from .train import fit
@@ -116,6 +125,18 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     i.add_argument("paths", nargs="+", help="dataset directories, databases or log files")
     i.add_argument("--json", action="store_true", help="print one JSON object")
     i.set_defaults(run=_info)
+
+    k = sub.add_parser(
+        "pack",
+        help="xz-compress a dataset's MetaSchedule databases in place (or --restore them)",
+        description="Compress every database_workload.json / database_tuning_record.json under the "
+        "paths to .xz in place (tcl reads them as they are; ~10x smaller for shipping). --restore "
+        "writes the stock plain files back, which TVM's JSONDatabase reads; `tcl collect` restores "
+        "a packed dataset by itself before it continues.",
+    )
+    k.add_argument("paths", nargs="+", help="dataset directories")
+    k.add_argument("--restore", action="store_true", help="decompress back to stock JSONDatabase files")
+    k.set_defaults(run=_pack)
 
     t = sub.add_parser(
         "train",

@@ -62,6 +62,36 @@ def _base_name(path: Path) -> str:
     return path.name[: -len(path.suffix)] if path.suffix in _COMPRESSED else path.name
 
 
+def pack_dataset(root: str | os.PathLike, restore: bool = False, preset: int = 6) -> dict:
+    """xz-compress every MetaSchedule database file under `root` in place (`restore=True`: back to
+    the stock plain files TVM's JSONDatabase reads and appends to). task.json, platform.json and
+    READMEs stay plain. Each file is written beside the old one and renamed, so an interrupted run
+    leaves every file readable. Returns {"files", "bytes_before", "bytes_after"}."""
+    names = (WORKLOAD_FILE, RECORD_FILE)
+    stats = {"files": 0, "bytes_before": 0, "bytes_after": 0}
+    for dirpath, _, files in os.walk(root):
+        for f in sorted(files):
+            src = Path(dirpath) / f
+            if restore and f in (n + ".xz" for n in names):
+                dst, data = src.with_suffix(""), read_bytes(src)
+            elif not restore and f in names:
+                dst, data = src.with_name(f + ".xz"), lzma.compress(src.read_bytes(), preset=preset)
+            else:
+                continue
+            tmp = dst.with_name(dst.name + ".part")
+            tmp.write_bytes(data)
+            os.replace(tmp, dst)
+            stats["files"] += 1
+            stats["bytes_before"] += src.stat().st_size
+            stats["bytes_after"] += len(data)
+            src.unlink()
+    return stats
+
+
+def is_packed(root: str | os.PathLike) -> bool:
+    return any(f.endswith((WORKLOAD_FILE + ".xz", RECORD_FILE + ".xz")) for _, _, fs in os.walk(root) for f in fs)
+
+
 @dataclass(frozen=True)
 class Source:
     """One input: an Ansor log file, or a MetaSchedule database directory."""

@@ -145,9 +145,10 @@ def predict(model, data: FeatureSet | ProgramData, batch_size: int = 256, idx=No
     was_training = model.training
     model.eval()
     try:
+        device = next(model.parameters()).device
         for a in range(0, len(order), batch_size):
             b = order[a:a + batch_size]
-            out[b] = model(*data.inputs(b)).float().numpy()
+            out[b] = model(*(t.to(device) for t in data.inputs(b))).float().cpu().numpy()
     finally:
         model.train(was_training)
     return out[idx]
@@ -190,9 +191,10 @@ def _groups(data: ProgramData, task_ids, group_size: int, rng) -> list[np.ndarra
 def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_config=None,
           epochs: int = 50, lr: float = 7e-4, weight_decay: float = 1e-6, clip: float = 0.5,
           batch_tasks: int = 8, group_size: int = 32, patience: int = 10, seed: int = 0,
-          threads: int | None = None, progress: bool = True):
-    """Trains a new model on the programs of train_ids; returns (model, history).
+          threads: int | None = None, progress: bool = True, device: str = "cpu"):
+    """Trains a new model on the programs of train_ids; returns (model on the CPU, history).
 
+    device: where the steps run ("cuda" uses mamba_ssm's fused scan when it is installed).
     history: {"loss": [per epoch], "val_top1": [...], "val_pairwise": [...], "epoch_seconds": [...],
               "best_epoch": int (1-based), "best_val_top1": float | None}.
     Without validation tasks every epoch runs and the last state is kept.
@@ -202,7 +204,7 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
     if threads:
         torch.set_num_threads(threads)
     _seed_everything(seed)
-    model = build_model(arch, **(model_config or {}))
+    model = build_model(arch, **(model_config or {})).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(seed)
     hist = {"loss": [], "val_top1": [], "val_pairwise": [], "epoch_seconds": [], "best_epoch": 0,
@@ -219,9 +221,9 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
         for a in range(0, len(groups), batch_tasks):
             chunk = groups[a:a + batch_tasks]
             idx = np.concatenate(chunk)
-            gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
-            labels = torch.from_numpy(data.label[idx])
-            loss = lambda_rank_loss(model(*data.inputs(idx)), labels, gid)
+            gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk])).to(device)
+            labels = torch.from_numpy(data.label[idx]).to(device)
+            loss = lambda_rank_loss(model(*(t.to(device) for t in data.inputs(idx))), labels, gid)
             optimizer_step(opt, loss, model.parameters(), clip)
             losses.append(loss.item())
         hist["loss"].append(float(np.mean(losses)))
@@ -244,7 +246,7 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
             break
     if best_state is not None:
         model.load_state_dict(best_state)
-    model.eval()
+    model.cpu().eval()
     return model, hist
 
 

@@ -111,6 +111,22 @@ def test_compressed_files_read_the_same(tmp_path):
         np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
 
 
+def test_pack_and_restore_a_dataset(tmp_path, capsys):
+    from tcl.cli import main
+    from tcl.records import is_packed
+
+    ds = tmp_path / "ds"
+    shutil.copytree(MS_FIXTURE, ds)
+    original = {p.relative_to(ds): p.read_bytes() for p in ds.rglob("database_*.json")}
+    assert main(["pack", str(ds)]) == 0 and is_packed(ds)
+    assert not list(ds.rglob("database_*.json")) and "packed 4 files" in capsys.readouterr().out
+    a, b = tcl.featurize(MS_FIXTURE), tcl.featurize(ds)  # read as they are
+    for k in ARRAYS:
+        np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
+    assert main(["pack", "--restore", str(ds)]) == 0 and not is_packed(ds)
+    assert {p.relative_to(ds): p.read_bytes() for p in ds.rglob("database_*.json")} == original
+
+
 # Every step code, booleans, nulls, an unknown pragma and both workload-key forms.
 HANDMADE = [
     {"i": [["[\"conv2d_nchw\", [1, 3, 8, 8], [4, 3, 3, 3]]", "llvm -keys=cpu", [2, 64, 64, 0, 0, 0, 0, 0], "", 1, []],

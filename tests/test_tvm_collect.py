@@ -19,7 +19,7 @@ tvm = pytest.importorskip("tvm")
 
 from tvm.s_tir import meta_schedule as ms  # noqa: E402
 
-from tcl.records import read, read_platform  # noqa: E402
+from tcl.records import is_packed, pack_dataset, read, read_platform  # noqa: E402
 from tcl.tvm import networks as nets  # noqa: E402
 from tcl.tvm.builder import default_target  # noqa: E402
 from tcl.tvm.collect import CollectError, collect, remeasure, task_split  # noqa: E402
@@ -85,7 +85,10 @@ def test_collect_local_writes_a_stock_database(local):
 
 def test_remeasure_same_programs_on_another_target(local, tmp_path):
     src, _, _ = local
-    result = remeasure(src, tmp_path / "haswell", "llvm -mcpu=haswell -num-cores=1", batch_size=3, repeat=2,
+    packed = tmp_path / "packed"  # the source as shipped: .xz databases
+    shutil.copytree(src, packed)
+    pack_dataset(packed)
+    result = remeasure(packed, tmp_path / "haswell", "llvm -mcpu=haswell -num-cores=1", batch_size=3, repeat=2,
                        progress_stream=io.StringIO())
     assert result["measured"] == 6
     assert _trace_lines(_records_file(tmp_path / "haswell")) == _trace_lines(_records_file(src))
@@ -94,6 +97,18 @@ def test_remeasure_same_programs_on_another_target(local, tmp_path):
     assert plat["vector_bits"] == 256
     target = json.loads(_records_file(tmp_path / "haswell").read_text().splitlines()[0])[1][2]
     assert target["mcpu"] == "haswell"
+
+
+def test_collecting_into_a_packed_dataset_restores_it(local, tmp_path):
+    src, _, _ = local
+    out = tmp_path / "ds"
+    shutil.copytree(src, out)
+    pack_dataset(out)
+    collect("sweep", out, 6, default_target(2), max_minutes=1e-6, held_out=("bert_tiny",),
+            progress_stream=io.StringIO(), **SMALL)
+    assert not is_packed(out)  # the stock files are back, byte for byte, for TVM to append to
+    assert _records_file(out).read_bytes() == _records_file(src).read_bytes()
+    assert len(ms.database.JSONDatabase(work_dir=str(_records_file(out).parent)).get_all_tuning_records()) == 6
 
 
 def test_resume_after_a_cut_line(local, tmp_path):

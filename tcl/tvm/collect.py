@@ -36,6 +36,7 @@ from tvm.target import Target, codegen
 
 from . import networks as nets
 from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
+from ..records import RECORD_FILE, WORKLOAD_FILE, _find, is_packed, pack_dataset, read_bytes
 from .hardware import platform_descriptor
 
 FAILED = 1e10  # what MetaSchedule stores as run_secs for a failed build or run
@@ -391,6 +392,14 @@ def _lock(out_dir: Path):
     return f
 
 
+def _unpack(out_dir: Path):
+    """A shipped (packed) dataset goes back to stock plain files, which the collector appends to."""
+    if is_packed(out_dir):
+        stats = pack_dataset(out_dir, restore=True)
+        print(f"[collect] {out_dir}: unpacked {stats['files']} .xz files to continue collecting "
+              f"(`tcl pack {out_dir}` compresses them again)", file=sys.stderr)
+
+
 def _setup_log(out_dir: Path) -> logging.Handler:
     handler = logging.FileHandler(out_dir / "collect-log.txt")  # not .log: tcl.records reads *.log as Ansor logs
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -428,6 +437,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lock = _lock(out_dir)
+    _unpack(out_dir)
     handler = _setup_log(out_dir)
     try:
         return _collect(names, out_dir, programs_per_task, target, tracker, key, max_minutes, random_fraction,
@@ -546,6 +556,7 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
     check_target(target)
     out_dir.mkdir(parents=True, exist_ok=True)
     lock = _lock(out_dir)
+    _unpack(out_dir)
     handler = _setup_log(out_dir)
     start = time.time()
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
@@ -553,8 +564,9 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
     try:
         _write_platform(out_dir, target, tracker, key, platform_info)
         plan = []
-        for s in sorted(p.parent for p in src_dir.glob("*/database_tuning_record.json")):
-            _repair_lines(s / "database_tuning_record.json")  # the source may still be being written
+        for s in sorted(p.parent for p in src_dir.glob("*/database_tuning_record.json*")):
+            if (s / "database_tuning_record.json").exists():
+                _repair_lines(s / "database_tuning_record.json")  # the source may still be being written
             d = out_dir / s.name
             d.mkdir(exist_ok=True)
             for f in ("database_workload.json", "database_tuning_record.json"):
@@ -594,11 +606,12 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
 
 
 def _records_in_file_order(d: Path) -> list:
-    """A task database's records in file order (get_all_tuning_records sorts them by latency)."""
-    lines = (d / "database_workload.json").read_text().splitlines()
+    """A task database's records in file order (get_all_tuning_records sorts them by latency);
+    the files may be packed (.xz)."""
+    lines = read_bytes(_find(d, WORKLOAD_FILE)).decode().splitlines()
     workloads = [ms.database.Workload.from_json(json.loads(l)) for l in lines if l.strip()]
     out = []
-    for line in (d / "database_tuning_record.json").read_text().splitlines():
+    for line in read_bytes(_find(d, RECORD_FILE)).decode().splitlines():
         if line.strip():
             idx, rec = json.loads(line)
             out.append(ms.database.TuningRecord.from_json(rec, workloads[idx]))
