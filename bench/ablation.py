@@ -41,6 +41,8 @@ def main(argv=None):
     print(f"{Path(args.path).name}: {len(data)} programs, {len(train_ids)} training / {len(test_ids)} "
           f"held-out tasks, device {args.device}")
     print(f"{'n_layer':>7}{'d_state':>8}{'size MB':>9}{'Top-1':>8}{'±':>7}{'Top-5':>8}{'train s':>9}{'epochs':>7}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     results = {}
     for n_layer in map(int, args.n_layer.split(",")):
         for d_state in map(int, args.d_state.split(",")):
@@ -65,10 +67,10 @@ def main(argv=None):
             results[f"n_layer={n_layer},d_state={d_state}"] = row
             print(f"{n_layer:>7}{d_state:>8}{row['size_mb']:>9.3f}{row['top1']:>8.4f}{row['top1_std']:>7.4f}"
                   f"{row['top5']:>8.4f}{row['train_seconds']:>9.1f}{row['epochs']:>7.1f}", flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"dataset": Path(args.path).name, "programs": len(data), "device": args.device,
-                               "seeds": args.seeds, "results": results}, indent=1) + "\n")
+            # after every configuration: a run cut short keeps what it finished
+            out.write_text(json.dumps({"dataset": Path(args.path).name, "programs": len(data),
+                                       "device": args.device, "seeds": args.seeds, "results": results},
+                                      indent=1) + "\n")
     print(f"-> {out}")
 
 

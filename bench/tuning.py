@@ -96,9 +96,9 @@ def main(argv=None):
     p.add_argument("--cases", default="resnet18,mobilenet_v2",
                    help="networks, comma separated (mobilenet_v2 and resnet50 are held out of the default model's training)")
     p.add_argument("--cost-models", default="tcl,xgb,mlp,random")
-    p.add_argument("--budgets", default="64,128", help="trials per task, comma separated")
+    p.add_argument("--budgets", default="32,64,128", help="trials per task, comma separated")
     p.add_argument("--seeds", default="0", help="comma separated")
-    p.add_argument("--max-tasks", type=int, default=2, help="heaviest tasks per network")
+    p.add_argument("--max-tasks", type=int, default=1, help="heaviest tasks per network")
     p.add_argument("--trials-per-iter", type=int, default=16)
     p.add_argument("--model", default=None, help="TCL ONNX model (default: the one shipped in the wheel)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "tuning.json"))

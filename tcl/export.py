@@ -47,10 +47,8 @@ def export_onnx(model, path, platform: dict | None = None, extra: dict | None = 
                                  output_names=["score"], dynamo=True,
                                  dynamic_shapes={n: {0: batch} for n in INPUT_NAMES})
     proto = prog.model_proto
-    # Dynamo attaches ~280 KB of stack traces to the nodes; the model does not need them.
+    _compact(proto.graph)
     del proto.metadata_props[:]
-    for node in proto.graph.node:
-        del node.metadata_props[:]
     meta = {
         "spec_version": SPEC.version,
         "config": cfg.to_dict(),
@@ -63,6 +61,26 @@ def export_onnx(model, path, platform: dict | None = None, extra: dict | None = 
     onnx.checker.check_model(proto)
     onnx.save(proto, str(path))
     return proto
+
+
+def _compact(graph):
+    """Drops what scoring does not need: dynamo's stack traces on every node (~280 KB), the
+    intermediate shape annotations (onnxruntime infers them) and the long generated names of the
+    unrolled scan's ~1,100 nodes and their intermediate values (renamed v0, v1, ...)."""
+    del graph.value_info[:]
+    keep = {v.name for v in graph.input} | {v.name for v in graph.output} | {t.name for t in graph.initializer}
+    short: dict[str, str] = {}
+
+    def rename(name: str) -> str:
+        if not name or name in keep:
+            return name
+        return short.setdefault(name, f"v{len(short)}")
+
+    for node in graph.node:
+        del node.metadata_props[:]
+        node.name, node.doc_string = "", ""
+        node.input[:] = [rename(n) for n in node.input]
+        node.output[:] = [rename(n) for n in node.output]
 
 
 def read_metadata(path) -> dict:

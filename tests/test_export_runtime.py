@@ -44,7 +44,23 @@ def test_metadata_and_size(exported_model):
     meta = read_metadata(path)
     assert meta["spec_version"] == tcl.SPEC.version and meta["platform"] == platform
     assert meta["config"]["d_model"] == 128
-    assert path.stat().st_size < 600_000  # no stack-trace metadata left
+    # 0.351 MB of weights plus the unrolled graph, without stack traces, shapes or long names
+    assert path.stat().st_size < 420_000
+
+
+def test_shipped_onnx_matches_shipped_checkpoint():
+    """The default ONNX model in the wheel is the default checkpoint, exported."""
+    from tcl.evaluate import DEFAULT_MODEL
+    from tcl.runtime import default_onnx_path
+    from tcl.train import load_checkpoint
+
+    model, _ = load_checkpoint(DEFAULT_MODEL)
+    scorer = Scorer(default_onnx_path())
+    assert scorer.metadata["platform"]["mcpu"] == "znver4" and scorer.metadata["config"] == model.cfg.to_dict()
+    seq, length, workload = real_features()
+    hw = np.broadcast_to(scorer.hardware, (len(length), HARDWARE_DIM))
+    np.testing.assert_allclose(scorer.score(seq, length, workload), torch_scores(model, seq, length, workload, hw),
+                               atol=1e-5, rtol=0)
 
 
 def test_scorer_refuses_another_feature_version(exported_model, tmp_path):

@@ -123,7 +123,8 @@ def test_cli_train_and_eval(tmp_path, capsys):
     assert "2 of 2 tasks (all)" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(DEFAULT_MODEL.exists(), reason="a default model is shipped")
-def test_cli_eval_without_default_model(capsys):
-    assert main(["eval", str(FIXTURE)]) == 2
-    assert "no default model is shipped" in capsys.readouterr().err
+def test_cli_eval_uses_the_shipped_default_model(capsys):
+    assert DEFAULT_MODEL.is_file(), "the pretrained default model must ship in tcl/data"
+    assert main(["eval", str(FIXTURE), "--all", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["model"]["path"] == str(DEFAULT_MODEL) and len(result["tasks"]) == 2

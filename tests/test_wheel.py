@@ -18,6 +18,11 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path):
                    check=True, capture_output=True)
     wheels = list(dist.glob("tcl_tune-*.whl"))
     assert len(wheels) == 1, wheels
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheels[0]).namelist())
+    for shipped in ("tcl/data/default_model.onnx", "tcl/data/default_model.pt"):  # the pretrained default
+        assert shipped in names, shipped
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
