@@ -148,7 +148,11 @@ def main(argv=None):
     if not paths:
         sys.exit("no datasets given and none under datasets/")
 
-    summary, details = {}, {}
+    # Results of models or platforms not run this time are kept, so one model can be re-run alone.
+    out = Path(args.out)
+    detail_path = out.with_name(out.stem + "_details.json")
+    summary = json.loads(out.read_text()) if out.is_file() else {}
+    details = json.loads(detail_path.read_text())["platforms"] if detail_path.is_file() else {}
     for path in paths:
         platform = Path(path).name
         fs = tcl.featurize(path)
@@ -156,7 +160,8 @@ def main(argv=None):
         train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
         print(f"{platform}: {len(data)} programs, {len(train_ids)} training / {len(test_ids)} held-out tasks")
         print(f"  {'model':<6}{'size MB':>9}{'Top-1':>8}{'Top-5':>8}{'train s':>9}{'µs/cand':>9}")
-        summary[platform], details[platform] = {}, {}
+        summary.setdefault(platform, {})
+        details.setdefault(platform, {})
         for name in args.models:
             if name == "mlp" and len(train_ids) < 5:
                 # MLPModel's validation split is 20% of the workloads: it fails below 5 of them
@@ -170,10 +175,8 @@ def main(argv=None):
                                        "networks": r["metrics"]["networks"], "pooled": pooled}
             print(f"  {name:<6}{r['size_mb']:>9.3f}{pooled['top1']:>8.4f}{pooled['top5']:>8.4f}"
                   f"{r['train_seconds']:>9.1f}{r['us_per_candidate']:>9.1f}", flush=True)
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=1) + "\n")
-    detail_path = out.with_name(out.stem + "_details.json")
     detail_path.write_text(json.dumps({"platforms": details, "settings": vars(args)}, indent=1, default=str) + "\n")
     plot(details, out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tvm.s_tir import meta_schedule as ms
 
-from ..records import WORKLOAD_FILE, read_bytes
+from ..records import WORKLOAD_FILE, _base_name, _find, read_bytes
 
 
 class RecordReader:
@@ -25,7 +25,9 @@ class RecordReader:
         src = int(self.fs.source[i])
         path = Path(self.fs.sources[src])
         if src not in self._sources:
-            wl_path = next(p for p in path.parent.iterdir() if p.name.startswith(WORKLOAD_FILE))
+            # plain or compressed, whichever is there now (a dataset may be packed after featurizing)
+            path = _find(path.parent, _base_name(path)) or path
+            wl_path = _find(path.parent, WORKLOAD_FILE)
             workloads = [ms.database.Workload.from_json(json.loads(w))
                          for w in read_bytes(wl_path).decode().split("\n") if w.strip()]
             self._sources[src] = (read_bytes(path).decode().split("\n"), workloads)
