@@ -49,7 +49,8 @@ def accuracy(path, methods, rates, seeds, args) -> dict:
                                      threads=args.threads, progress=False)
                 else:
                     cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
-                                         seed=seed, threads=args.threads, embedding=args.embedding)
+                                         min_steps=args.min_steps, seed=seed, threads=args.threads,
+                                         embedding=args.embedding)
                     model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
                 pooled = score_tasks(model, data, test_ids)["pooled"]
                 runs.append({"seed": seed, "top1": pooled["top1"], "top5": pooled["top5"],
@@ -113,6 +114,7 @@ def main(argv=None):
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--epochs", type=int, default=20, help="training epochs per round")
+    p.add_argument("--min-steps", type=int, default=200, help="optimizer steps per round at least")
     p.add_argument("--embedding", choices=["model", "features"], default="model")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--threads", type=int, default=1)

@@ -71,6 +71,16 @@ def test_checkpoint_round_trip_and_spec_check(data, tmp_path):
         load_checkpoint(path)
 
 
+def test_min_steps_adds_epochs_to_small_training_sets(data):
+    # task 0 of the fixture: 40 programs in groups of 8 -> 5 groups -> 2 batches of 4 tasks per epoch
+    _, hist = train(data, [0], model_config=TINY["mamba"], epochs=1, group_size=8, batch_tasks=4,
+                    min_steps=7, progress=False, threads=1)
+    assert len(hist["loss"]) == 4  # ceil(7 / 2) epochs
+    _, hist = train(data, [0], model_config=TINY["mamba"], epochs=5, group_size=8, batch_tasks=4,
+                    min_steps=7, progress=False, threads=1)
+    assert len(hist["loss"]) == 5  # enough steps already
+
+
 def test_validation_keeps_the_best_epoch(data):
     _, hist = train(data, [0], [1], model_config=TINY["mamba"], epochs=4, patience=1,
                     group_size=8, progress=False, threads=1)
