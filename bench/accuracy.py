@@ -71,6 +71,9 @@ def tvm_model(kind, fs, data, train_ids, test_ids, args) -> dict:
 
     import_cpu_tensor_intrin()
     reader = RecordReader(fs)
+    # tasks whose every measurement failed have no programs to learn from or rank
+    train_ids = [t for t in train_ids if len(data.programs_of([t]))]
+    test_ids = [t for t in test_ids if len(data.programs_of([t]))]
 
     def task_inputs(t):
         idx = data.programs_of([t])
@@ -134,6 +137,21 @@ def plot(results, path):
     fig.savefig(path, dpi=120)
 
 
+def write(out, detail_path, summary, details, args):
+    """Merges this run's models into the files: results of other models (or of another run
+    writing beside this one) are kept."""
+    old = json.loads(out.read_text()) if out.is_file() else {}
+    old_details = json.loads(detail_path.read_text())["platforms"] if detail_path.is_file() else {}
+    for platform, models in summary.items():
+        old.setdefault(platform, {}).update(models)
+        old_details.setdefault(platform, {}).update(details[platform])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(old, indent=1) + "\n")
+    detail_path.write_text(json.dumps({"platforms": old_details, "settings": vars(args)}, indent=1,
+                                      default=str) + "\n")
+    return old_details
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform (default: datasets/*/)")
@@ -151,8 +169,7 @@ def main(argv=None):
     # Results of models or platforms not run this time are kept, so one model can be re-run alone.
     out = Path(args.out)
     detail_path = out.with_name(out.stem + "_details.json")
-    summary = json.loads(out.read_text()) if out.is_file() else {}
-    details = json.loads(detail_path.read_text())["platforms"] if detail_path.is_file() else {}
+    summary, details = {}, {}
     for path in paths:
         platform = Path(path).name
         fs = tcl.featurize(path)
@@ -175,10 +192,8 @@ def main(argv=None):
                                        "networks": r["metrics"]["networks"], "pooled": pooled}
             print(f"  {name:<6}{r['size_mb']:>9.3f}{pooled['top1']:>8.4f}{pooled['top5']:>8.4f}"
                   f"{r['train_seconds']:>9.1f}{r['us_per_candidate']:>9.1f}", flush=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1) + "\n")
-    detail_path.write_text(json.dumps({"platforms": details, "settings": vars(args)}, indent=1, default=str) + "\n")
-    plot(details, out.with_suffix(".png"))
+            all_details = write(out, detail_path, summary, details, args)  # after every model
+    plot(all_details, out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
 
 
