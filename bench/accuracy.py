@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.metrics import evaluate_predictions  # noqa: E402
-from tcl.train import ProgramData, hold_out, predict, split_tasks, task_key, train  # noqa: E402
+from tcl.train import ProgramData, predict, split_tasks, task_key, train_validated  # noqa: E402
 
 
 def _score(data, test_ids, scores_by_program) -> dict:
@@ -44,10 +44,9 @@ def _score(data, test_ids, scores_by_program) -> dict:
 def torch_model(arch, data, train_ids, test_ids, args) -> dict:
     import torch
 
-    fit_ids, val_ids = hold_out(data.tasks, train_ids, 0.2, args.seed + 1)
     t0 = time.perf_counter()
-    model, hist = train(data, fit_ids, val_ids, arch=arch, epochs=args.epochs, seed=args.seed,
-                        threads=args.threads, progress=False)
+    model, hist, _, _ = train_validated(data, train_ids, 0.2, args.seed, refit=not args.no_refit, arch=arch,
+                                        epochs=args.epochs, threads=args.threads, progress=False)
     seconds = time.perf_counter() - t0
     scores = np.zeros(len(data))
     idx = data.programs_of(test_ids)
@@ -59,7 +58,21 @@ def torch_model(arch, data, train_ids, test_ids, args) -> dict:
         predict(model, data, batch_size=512, idx=batch)
     us = (time.perf_counter() - t0) / 3 / len(batch) * 1e6
     return {"metrics": _score(data, test_ids, scores), "size_mb": model.size_mb(), "train_seconds": seconds,
-            "us_per_candidate": us, "epochs": len(hist["loss"])}
+            "us_per_candidate": us, "epochs": len(hist["loss"]), "best_epoch": hist["best_epoch"],
+            "refit": hist["refit"]}
+
+
+def _steplr_without_verbose():
+    """TVM 0.27's MLPModel.train_full passes verbose= to StepLR, which newer torch removed."""
+    from unittest import mock
+
+    import torch
+
+    class StepLR(torch.optim.lr_scheduler.StepLR):
+        def __init__(self, *args, verbose=None, **kw):
+            super().__init__(*args, **kw)
+
+    return mock.patch.object(torch.optim.lr_scheduler, "StepLR", StepLR)
 
 
 def tvm_model(kind, fs, data, train_ids, test_ids, args) -> dict:
@@ -98,7 +111,8 @@ def tvm_model(kind, fs, data, train_ids, test_ids, args) -> dict:
             _, ctx, cands, results = task_inputs(t)
             feats, costs = extract_features(ctx, cands, results, trainer.state.extractor)
             trainer.state.add_to_group(feats, costs, ms.utils.shash2hex(ctx.mod))
-        trainer.train_full()
+        with _steplr_without_verbose():
+            trainer.train_full()
     seconds = time.perf_counter() - t0
     scores = np.zeros(len(data))
     n_scored, t_score = 0, 0.0
@@ -159,6 +173,8 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=50)
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-refit", action="store_true",
+                   help="tcl/tlp: keep the early-stopped model instead of refitting on every training task")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "accuracy.json"))
     args = p.parse_args(argv)

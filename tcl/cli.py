@@ -72,14 +72,15 @@ def _train(args):
         if args.arch == "mamba" else {"d_model": args.d_model}
     _, ck, data, test_ids = fit(
         args.paths, args.out, arch=args.arch, model_config=cfg, test_fraction=args.test_fraction,
-        val_fraction=args.val_fraction, seed=args.seed, epochs=args.epochs, lr=args.lr,
+        val_fraction=args.val_fraction, seed=args.seed, refit=not args.no_refit, epochs=args.epochs, lr=args.lr,
         batch_tasks=args.batch_tasks, group_size=args.group_size, patience=args.patience,
         threads=args.threads, progress=not args.quiet)
     m = ck["meta"]
     val = "-" if m["best_val_top1"] is None else f"{m['best_val_top1']:.4f}"
     print(f"{args.arch}: {m['programs']} programs; tasks {len(m['train_tasks'])} train, "
           f"{len(m['val_tasks'])} val, {len(m['test_tasks'])} test; {m['epochs']} epochs "
-          f"(best {m['best_epoch']}, val top1 {val}); {m['seconds']:.1f} s; "
+          f"(best {m['best_epoch']}, val top1 {val}{', refit on all training tasks' if m['refit'] else ''}); "
+          f"{m['seconds']:.1f} s; "
           f"{m['size_mb']:.3f} MB -> {args.out}")
     if test_ids:
         p = evaluate(args.out, data)["pooled"]  # the tasks the checkpoint did not see
@@ -143,8 +144,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
         help="train a cost model (Mamba, or the TLP baseline) on datasets",
         description="Train a cost model with LambdaRank within each task on Ansor logs and/or "
         "MetaSchedule databases. Tasks split 'test' in task.json are held out (else "
-        "--test-fraction of them, by seed); --val-fraction of the rest validate each epoch, and "
-        "the state with the best validation Top-1 is saved (early stopping after --patience).",
+        "--test-fraction of them, by seed); --val-fraction of the rest validate each epoch to find "
+        "the best epoch count (early stopping after --patience), then the model is trained again "
+        "on all training tasks for that many epochs (--no-refit keeps the early-stopped model).",
     )
     t.add_argument("paths", nargs="+", help="log files and/or database directories")
     t.add_argument("--out", required=True, help="checkpoint file to write (e.g. model.pt)")
@@ -163,6 +165,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    help="hold out this fraction of tasks when no task.json has a split")
     t.add_argument("--val-fraction", type=float, default=0.2,
                    help="fraction of training tasks used for validation (default 0.2)")
+    t.add_argument("--no-refit", action="store_true",
+                   help="keep the early-stopped model (default: train again on all training tasks, "
+                   "validation tasks included, for the best epoch count)")
     t.add_argument("--seed", type=int, default=0, help="seed of splits, init and shuffling")
     t.add_argument("--threads", type=int, default=None,
                    help="torch threads (default: torch's); 1 on a machine others share")

@@ -81,6 +81,26 @@ def test_min_steps_adds_epochs_to_small_training_sets(data):
     assert len(hist["loss"]) == 5  # enough steps already
 
 
+def test_refit_trains_again_on_every_training_task(data, monkeypatch):
+    import tcl.train as tt
+
+    runs = []
+    real = tt.train
+
+    def spy(d, ids, val_ids=(), **kw):
+        runs.append((list(ids), list(val_ids), kw["epochs"]))
+        return real(d, ids, val_ids, **kw)
+
+    monkeypatch.setattr(tt, "train", spy)
+    _, hist, fit_ids, val_ids = tt.train_validated(data, [0, 1], 0.5, seed=0, model_config=TINY["mamba"],
+                                                   epochs=3, group_size=8, progress=False, threads=1)
+    assert hist["refit"] and sorted(fit_ids) == [0, 1] and len(val_ids) == 1
+    assert runs[1] == ([0, 1], [], hist["best_epoch"])  # all training tasks, the best epoch count
+    _, hist, fit_ids, _ = tt.train_validated(data, [0, 1], 0.5, seed=0, refit=False, model_config=TINY["mamba"],
+                                             epochs=1, group_size=8, progress=False, threads=1)
+    assert not hist["refit"] and len(fit_ids) == 1 and len(runs) == 3
+
+
 def test_validation_keeps_the_best_epoch(data):
     _, hist = train(data, [0], [1], model_config=TINY["mamba"], epochs=4, patience=1,
                     group_size=8, progress=False, threads=1)
