@@ -72,7 +72,7 @@ def _train(args):
         if args.arch == "mamba" else {"d_model": args.d_model}
     _, ck, data, test_ids = fit(
         args.paths, args.out, arch=args.arch, model_config=cfg, test_fraction=args.test_fraction,
-        val_fraction=args.val_fraction, seed=args.seed, refit=not args.no_refit, epochs=args.epochs, lr=args.lr,
+        val_fraction=args.val_fraction, seed=args.seed, refit=args.refit, epochs=args.epochs, lr=args.lr,
         batch_tasks=args.batch_tasks, group_size=args.group_size, patience=args.patience,
         threads=args.threads, progress=not args.quiet)
     m = ck["meta"]
@@ -145,8 +145,8 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
         description="Train a cost model with LambdaRank within each task on Ansor logs and/or "
         "MetaSchedule databases. Tasks split 'test' in task.json are held out (else "
         "--test-fraction of them, by seed); --val-fraction of the rest validate each epoch to find "
-        "the best epoch count (early stopping after --patience), then the model is trained again "
-        "on all training tasks for that many epochs (--no-refit keeps the early-stopped model).",
+        "the best epoch count (early stopping after --patience); the best state is saved, or with "
+        "--refit a model trained again on all training tasks for that many epochs.",
     )
     t.add_argument("paths", nargs="+", help="log files and/or database directories")
     t.add_argument("--out", required=True, help="checkpoint file to write (e.g. model.pt)")
@@ -165,9 +165,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    help="hold out this fraction of tasks when no task.json has a split")
     t.add_argument("--val-fraction", type=float, default=0.2,
                    help="fraction of training tasks used for validation (default 0.2)")
-    t.add_argument("--no-refit", action="store_true",
-                   help="keep the early-stopped model (default: train again on all training tasks, "
-                   "validation tasks included, for the best epoch count)")
+    t.add_argument("--refit", action="store_true",
+                   help="after early stopping, train again on all training tasks (validation tasks "
+                   "included) for the best epoch count")
     t.add_argument("--seed", type=int, default=0, help="seed of splits, init and shuffling")
     t.add_argument("--threads", type=int, default=None,
                    help="torch threads (default: torch's); 1 on a machine others share")

@@ -92,7 +92,7 @@ def test_refit_trains_again_on_every_training_task(data, monkeypatch):
         return real(d, ids, val_ids, **kw)
 
     monkeypatch.setattr(tt, "train", spy)
-    _, hist, fit_ids, val_ids = tt.train_validated(data, [0, 1], 0.5, seed=0, model_config=TINY["mamba"],
+    _, hist, fit_ids, val_ids = tt.train_validated(data, [0, 1], 0.5, seed=0, refit=True, model_config=TINY["mamba"],
                                                    epochs=3, group_size=8, progress=False, threads=1)
     assert hist["refit"] and sorted(fit_ids) == [0, 1] and len(val_ids) == 1
     assert runs[1] == ([0, 1], [], hist["best_epoch"])  # all training tasks, the best epoch count
