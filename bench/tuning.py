@@ -123,6 +123,8 @@ def main(argv=None):
                     {"seed": seed, "seconds": r["seconds"], "tasks": r["tasks"],
                      "cost_model_stats": r.get("cost_model_stats")})
                 print(f"  best {curves[case][cm][-1][-1] * 1e3:.4f} ms in {r['seconds']:.0f} s", flush=True)
+                partial = Path(args.out).with_name("tuning_partial.json")  # a later crash keeps the runs so far
+                partial.write_text(json.dumps({"runs": details, "settings": vars(args)}, indent=1, default=str) + "\n")
 
     summary = {case: {cm: {str(b): float(np.mean([c[b - 1] for c in runs])) for b in args.budgets}
                       for cm, runs in ms_.items()} for case, ms_ in curves.items()}
