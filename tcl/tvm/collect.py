@@ -36,7 +36,8 @@ from tvm.target import Target, codegen
 
 from . import networks as nets
 from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
-from ..records import RECORD_FILE, WORKLOAD_FILE, _find, is_packed, pack_dataset, read_bytes
+from .dataset import records_in_file_order
+from ..records import is_packed, pack_dataset
 from .hardware import platform_descriptor
 
 FAILED = 1e10  # what MetaSchedule stores as run_secs for a failed build or run
@@ -574,7 +575,7 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
                     LOG.warning("%s: dropped a line cut by an interrupted run", d / f)
             if (s / "task.json").exists():
                 shutil.copy(s / "task.json", d / "task.json")
-            src = _records_in_file_order(s)
+            src = records_in_file_order(s)
             have = _count_lines(d / "database_tuning_record.json")
             if src and have < len(src):
                 plan.append((d, src, have))
@@ -603,19 +604,6 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
         LOG.removeHandler(handler)
         handler.close()
         lock.close()
-
-
-def _records_in_file_order(d: Path) -> list:
-    """A task database's records in file order (get_all_tuning_records sorts them by latency);
-    the files may be packed (.xz)."""
-    lines = read_bytes(_find(d, WORKLOAD_FILE)).decode().splitlines()
-    workloads = [ms.database.Workload.from_json(json.loads(l)) for l in lines if l.strip()]
-    out = []
-    for line in read_bytes(_find(d, RECORD_FILE)).decode().splitlines():
-        if line.strip():
-            idx, rec = json.loads(line)
-            out.append(ms.database.TuningRecord.from_json(rec, workloads[idx]))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

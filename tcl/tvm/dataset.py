@@ -11,7 +11,26 @@ from pathlib import Path
 
 from tvm.s_tir import meta_schedule as ms
 
-from ..records import WORKLOAD_FILE, _base_name, _find, read_bytes
+from ..records import RECORD_FILE, WORKLOAD_FILE, _find, read_bytes
+
+
+def read_database(task_dir) -> tuple[list[str], list]:
+    """(the tuning-record lines, the Workloads) of one task database, plain or packed (.xz)."""
+    task_dir = Path(task_dir)
+    workloads = [ms.database.Workload.from_json(json.loads(w))
+                 for w in read_bytes(_find(task_dir, WORKLOAD_FILE)).decode().split("\n") if w.strip()]
+    return read_bytes(_find(task_dir, RECORD_FILE)).decode().split("\n"), workloads
+
+
+def records_in_file_order(task_dir) -> list:
+    """A task database's TuningRecords in file order (get_all_tuning_records sorts them by latency)."""
+    lines, workloads = read_database(task_dir)
+    out = []
+    for line in lines:
+        if line.strip():
+            idx, rec = json.loads(line)
+            out.append(ms.database.TuningRecord.from_json(rec, workloads[idx]))
+    return out
 
 
 class RecordReader:
@@ -23,17 +42,13 @@ class RecordReader:
 
     def record(self, i: int):
         src = int(self.fs.source[i])
-        path = Path(self.fs.sources[src])
+        task_dir = Path(self.fs.sources[src]).parent
         if src not in self._sources:
-            # plain or compressed, whichever is there now (a dataset may be packed after featurizing)
-            path = _find(path.parent, _base_name(path)) or path
-            wl_path = _find(path.parent, WORKLOAD_FILE)
-            workloads = [ms.database.Workload.from_json(json.loads(w))
-                         for w in read_bytes(wl_path).decode().split("\n") if w.strip()]
-            self._sources[src] = (read_bytes(path).decode().split("\n"), workloads)
+            # plain or packed, whichever is there now (a dataset may be packed after featurizing)
+            self._sources[src] = read_database(task_dir)
         lines, workloads = self._sources[src]
         idx, rec = json.loads(lines[int(self.fs.line[i]) - 1])
-        return ms.database.TuningRecord.from_json(rec, workloads[idx]), path.parent.name
+        return ms.database.TuningRecord.from_json(rec, workloads[idx]), task_dir.name
 
     def records(self, idx) -> list:
         return [self.record(int(i))[0] for i in idx]

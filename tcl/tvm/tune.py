@@ -83,11 +83,11 @@ def workload_task(spec: str) -> nets.Task:
 
 def _curve(db_dir: Path, task: nets.Task) -> list[float]:
     """Best latency so far after each measured program of the task, in measuring order."""
-    from .collect import _records_in_file_order  # the database's records in commit order
+    from .dataset import records_in_file_order  # the database's records in commit order
 
     key = task.shash
     secs = []
-    for r in _records_in_file_order(db_dir):
+    for r in records_in_file_order(db_dir):
         if str(tvm_ffi.structural_hash(r.workload.mod)) == key:
             s = [float(x) for x in r.run_secs]
             secs.append(np.mean(s) if s and max(s) < 1e9 else np.inf)
