@@ -62,23 +62,10 @@ def torch_model(arch, data, train_ids, test_ids, args) -> dict:
             "refit": hist["refit"]}
 
 
-def _steplr_without_verbose():
-    """TVM 0.27's MLPModel.train_full passes verbose= to StepLR, which newer torch removed."""
-    from unittest import mock
-
-    import torch
-
-    class StepLR(torch.optim.lr_scheduler.StepLR):
-        def __init__(self, *args, verbose=None, **kw):
-            super().__init__(*args, **kw)
-
-    return mock.patch.object(torch.optim.lr_scheduler, "StepLR", StepLR)
-
-
 def tvm_model(kind, fs, data, train_ids, test_ids, args) -> dict:
     from tvm.s_tir import meta_schedule as ms
-    from tvm.s_tir.meta_schedule.cost_model.mlp_model import MLPModel, extract_features
 
+    from tcl.tvm.baselines import fit_mlp, mlp_predict, task_records
     from tcl.tvm.builder import import_cpu_tensor_intrin
     from tcl.tvm.dataset import RecordReader
 
@@ -88,13 +75,6 @@ def tvm_model(kind, fs, data, train_ids, test_ids, args) -> dict:
     train_ids = [t for t in train_ids if len(data.programs_of([t]))]
     test_ids = [t for t in test_ids if len(data.programs_of([t]))]
 
-    def task_inputs(t):
-        idx = data.programs_of([t])
-        recs = reader.records(idx)
-        ctx = ms.TuneContext(mod=recs[0].workload.mod, target=recs[0].target, num_threads=1)
-        cands = [r.as_measure_candidate() for r in recs]
-        return idx, ctx, cands, [ms.runner.RunnerResult(r.run_secs, None) for r in recs]
-
     t0 = time.perf_counter()
     if kind == "xgb":
         # adaptive_training off: XGBModel refits on all data after every update, so the final model
@@ -102,26 +82,17 @@ def tvm_model(kind, fs, data, train_ids, test_ids, args) -> dict:
         model = ms.cost_model.XGBModel(extractor=ms.feature_extractor.PerStoreFeature(), num_warmup_samples=0,
                                        adaptive_training=False, num_tuning_cores=args.threads)
         for t in train_ids:
-            _, ctx, cands, results = task_inputs(t)
+            _, ctx, cands, results = task_records(reader, data, t)
             model.update(ctx, cands, results)
     else:
-        model = MLPModel()
-        trainer = model.trainer
-        for t in train_ids:  # all workloads first: its train/test split is over workloads
-            _, ctx, cands, results = task_inputs(t)
-            feats, costs = extract_features(ctx, cands, results, trainer.state.extractor)
-            trainer.state.add_to_group(feats, costs, ms.utils.shash2hex(ctx.mod))
-        with _steplr_without_verbose():
-            trainer.train_full()
+        model = fit_mlp(reader, data, train_ids, args.seed)
     seconds = time.perf_counter() - t0
     scores = np.zeros(len(data))
     n_scored, t_score = 0, 0.0
     for t in test_ids:
-        idx, ctx, cands, _ = task_inputs(t)
+        idx, ctx, cands, _ = task_records(reader, data, t)
         t1 = time.perf_counter()
-        # MLPModel fails on a last batch of one program (a 0-d array): score one duplicate more
-        extra = cands[:1] if kind == "mlp" and len(cands) % model.trainer.batch_size == 1 else []
-        scores[idx] = np.asarray(model.predict(ctx, cands + extra))[:len(cands)]
+        scores[idx] = mlp_predict(model, ctx, cands) if kind == "mlp" else np.asarray(model.predict(ctx, cands))
         t_score += time.perf_counter() - t1
         n_scored += len(cands)
     with tempfile.TemporaryDirectory() as tmp:

@@ -278,6 +278,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     u.add_argument("--compare", nargs="*", default=[], choices=["tcl", "xgb", "mlp", "random"],
                    help="also tune with these cost models (same tasks, same budget)")
     u.add_argument("--model", default=None, help="TCL ONNX model (default: the one shipped with tcl)")
+    u.add_argument("--mlp-data", default=None,
+                   help="dataset the mlp cost model (TVM's MLPModel) is pretrained on, as TenSet-MLP is; "
+                   "cached under ~/.cache/tcl (default: datasets/znver4-2c of a source checkout)")
     u.add_argument("--target", default=None, help="TVM target (default: this CPU, all cores)")
     u.add_argument("--rpc", default=None, metavar="HOST:PORT", help="measure through this TVM RPC tracker")
     u.add_argument("--key", default=None, help="RPC device key")
@@ -386,7 +389,7 @@ def _tune(args):
     for kind in [args.cost_model] + [k for k in args.compare if k != args.cost_model]:
         r = tune(Path(args.out) / kind, network=args.network, workload=args.workload, trials=args.trials,
                  cost_model=kind, model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
-                 max_tasks=args.max_tasks or None, seed=args.seed, measure_end_to_end=not args.no_end_to_end)
+                 max_tasks=args.max_tasks or None, seed=args.seed, measure_end_to_end=not args.no_end_to_end, mlp_data=args.mlp_data)
         rows.append((kind, r))
     print(f"{'cost model':<11}{'tuning s':>9}{'weighted best ms':>18}{'network ms':>12}{'untuned ms':>12}{'PyTorch ms':>12}")
     def ms_(v):

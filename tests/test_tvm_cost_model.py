@@ -59,3 +59,89 @@ def test_tcl_tune_cli_one_workload(exported_model, tmp_path, capsys):
     assert 0 < report["weighted_best_s"] < 1 and report["cost_model_stats"]["predicted"] > 0
     assert (tmp_path / "tcl" / "report.png").stat().st_size > 0
     assert "weighted best ms" in capsys.readouterr().out
+
+
+MLP_TASKS = ("max_pool2d-", "max_pool2d2-", "max_pool2d4-", "mean-", "reshape-", "fused_relu1-")
+
+
+def small_training_set(dst):
+    """Six training tasks of the shipped dataset, as they are stored (packed)."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "datasets" / "znver4-2c"
+    if not src.is_dir():
+        pytest.skip("needs the repository's datasets/znver4-2c")
+    for d in src.iterdir():
+        if d.is_dir() and d.name.startswith(MLP_TASKS):
+            shutil.copytree(d, dst / d.name)
+    shutil.copy(src / "platform.json", dst / "platform.json")
+    return dst
+
+
+def test_mlp_baseline_pretrains_caches_and_tunes_one_task(tmp_path, capsys):
+    """TVM's MLPModel fails on its first update when one task is tuned from scratch; pretrained on a
+    dataset (cached) it tunes like the other cost models."""
+    import json
+
+    from tcl.cli import main
+    from tcl.tvm.baselines import pretrained_mlp
+
+    data = small_training_set(tmp_path / "data")
+    cache = tmp_path / "cache"
+    first = pretrained_mlp(data, cache_dir=cache)
+    (cached,) = cache.glob("mlp-data-*.tar")
+    again = pretrained_mlp(data, cache_dir=cache)  # loaded, not retrained
+    tasks = [json.loads(f.read_text()) for f in data.glob("*/task.json")]
+    n_train = sum(t["summary"]["programs"] for t in tasks if t["split"] == "train")  # only the training split
+    assert again.trainer.state.data_size == first.trainer.state.data_size == n_train > 100
+    assert again.trainer.state.untrained_size == 0
+    for a, b in zip(first.trainer.state.model.state_dict().values(), again.trainer.state.model.state_dict().values()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+    import os
+
+    os.environ["TCL_CACHE"] = str(cache)
+    try:
+        rc = main(["tune", "--workload", "matmul:64,64,64", "--trials", "16", "--cost-model", "mlp",
+                   "--mlp-data", str(data), "--out", str(tmp_path / "out")])
+    finally:
+        del os.environ["TCL_CACHE"]
+    assert rc == 0
+    report = json.loads((tmp_path / "out" / "mlp" / "report.json").read_text())
+    (task,) = report["tasks"].values()
+    assert len(task["best_vs_trials"]) == 16 and 0 < report["weighted_best_s"] < 1
+    assert cached.stat().st_mtime == next(cache.glob("mlp-data-*.tar")).stat().st_mtime  # reused
+
+
+def test_mlp_fixes_let_train_full_meet_a_batch_of_one():
+    """Every workload has 129 programs, so the validation loader always ends in a batch of one,
+    which stock TVM 0.27 cannot score (a 0-d tensor); with tcl's fixes train_full completes."""
+    from unittest import mock
+
+    from tvm.s_tir.meta_schedule.cost_model.mlp_model import MLPModel
+
+    from tcl.tvm.baselines import mlp_fixes
+
+    model = MLPModel()
+    trainer = model.trainer
+    trainer.num_epoch_full = 10
+    rng = np.random.default_rng(0)
+    for g in range(5):
+        n = trainer.batch_size + 1
+        feats = [rng.random((3, 172)).astype("float32") for _ in range(n)]
+        trainer.state.add_to_group(feats, rng.random(n) + 0.1, f"workload{g}")
+    with mlp_fixes():
+        trainer.train_full()
+    assert trainer.state.untrained_size == 0
+    assert np.isfinite(trainer.predict_incremental([feats[0], feats[1]])).all()
+
+    # without the 0-d fix (StepLR alone patched) the same training fails
+    import torch
+
+    class StepLR(torch.optim.lr_scheduler.StepLR):
+        def __init__(self, *args, verbose=None, **kw):
+            super().__init__(*args, **kw)
+
+    with pytest.raises(IndexError), mock.patch.object(torch.optim.lr_scheduler, "StepLR", StepLR):
+        trainer.train_full()
