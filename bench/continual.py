@@ -11,8 +11,12 @@ ewc (fine-tuning with online EWC, no column), finetune (plain sequential fine-tu
 (a new model per platform; size grows), joint (all platforms' data at once: a shared backbone with
 one head per platform, the MTL-TLP-style upper bound that needs every dataset together).
 
+Cross-platform start (--fractions): the first platform's KB learns the second from RDU samples of
+5%..100% of its training programs; against a model trained from scratch on all of them (and the
+sampler's own model, from scratch on the same sample).
+
 Writes bench/results/continual.json ({order: {method: {"avg_top1", "forgetting", "size_mb"}}}),
-continual_details.json (the matrices) and continual.png.
+continual_details.json (the matrices, the cross-platform start, the settings) and continual.png.
 """
 
 from __future__ import annotations
@@ -31,9 +35,28 @@ import torch.nn as nn
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
-from tcl.ckd import CKDConfig, OnlineEWC, _batches, compress, first_platform, learn_platform, progress  # noqa: E402
+from tcl.ckd import (  # noqa: E402
+    CKDConfig,
+    OnlineEWC,
+    _batches,
+    compress,
+    first_platform,
+    learn_platform,
+    progress,
+    sampled_subset,
+)
 from tcl.model.losses import lambda_rank_loss  # noqa: E402
-from tcl.train import ProgramData, _groups, _seed_everything, build_model, optimizer_step, score_tasks, split_tasks, train  # noqa: E402
+from tcl.train import (  # noqa: E402
+    ProgramData,
+    _groups,
+    _seed_everything,
+    build_model,
+    epochs_for_steps,
+    optimizer_step,
+    score_tasks,
+    split_tasks,
+    train,
+)
 
 METHODS = ("ckd", "distill", "ewc", "finetune", "separate", "joint")
 
@@ -50,7 +73,9 @@ def finetune(model, data, ids, cfg: CKDConfig, ewc: OnlineEWC | None):
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed)
     model.train()
-    for _ in range(cfg.progress_epochs + cfg.compress_epochs):
+    epochs = epochs_for_steps(data, ids, cfg.progress_epochs + cfg.compress_epochs, 2 * cfg.min_steps,
+                              cfg.group_size, cfg.batch_tasks)
+    for _ in range(epochs):
         for idx, gid in _batches(data, ids, cfg, rng):
             loss = lambda_rank_loss(model(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
             if ewc is not None:
@@ -107,6 +132,10 @@ def joint(datas, train_ids, cfg: CKDConfig, model_config):
 def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods) -> dict:
     n = len(datas)
     out = {}
+    t0 = time.perf_counter()
+    # every sequential method starts from the same first-platform KB (trained once, copied)
+    first = first_platform(datas[0], splits[0][0], cfg, model_config) if set(methods) - {"joint"} else None
+    first_seconds = time.perf_counter() - t0
     for method in methods:
         t0 = time.perf_counter()
         matrix = np.full((n, n), np.nan)
@@ -119,7 +148,8 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods) -> di
             size = model.size_mb()
         else:
             models = []
-            kb, ewc, _ = first_platform(datas[0], splits[0][0], cfg, model_config)
+            kb, ewc, _ = copy.deepcopy(first)
+            t0 -= first_seconds  # its training time counts for every method that starts from it
             for i in range(n):
                 if i > 0:
                     if method == "ckd":
@@ -134,7 +164,8 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods) -> di
                         kb = finetune(kb, datas[i], splits[i][0], cfg, None)
                     elif method == "separate":
                         kb, _ = train(datas[i], splits[i][0], (), epochs=cfg.progress_epochs + cfg.compress_epochs,
-                                      model_config=model_config, seed=cfg.seed, threads=cfg.threads, progress=False)
+                                      model_config=model_config, seed=cfg.seed, threads=cfg.threads, progress=False,
+                                      min_steps=2 * cfg.min_steps)
                 models.append(kb)
                 for j in range(i + 1):
                     # separate: each platform is scored with its own model
@@ -148,7 +179,37 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods) -> di
                        "seconds": time.perf_counter() - t0, "matrix": matrix.tolist(), "platforms": names}
         print(f"  {method:<9} avg Top-1 {out[method]['avg_top1']:.4f}  forgetting {forgetting:+.4f}  "
               f"size {size:.3f} MB  {out[method]['seconds']:.0f} s", flush=True)
-    return out
+    return out, first
+
+
+def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_config) -> dict:
+    """How much of a new platform's data CKD needs: the first platform's KB learns the new one from
+    RDU samples of growing size; the bar is a model trained from scratch on all of the new
+    platform's training programs. Also the sampler's own model (from scratch on the same sample)."""
+    train_ids, test_ids = split
+    t0 = time.perf_counter()
+    scratch, _ = train(data, train_ids, (), epochs=cfg.progress_epochs + cfg.compress_epochs, model_config=model_config,
+                       seed=cfg.seed, threads=cfg.threads, progress=False, min_steps=2 * cfg.min_steps)
+    bar = top1(scratch, data, test_ids)
+    rows = [{"fraction": 1.0, "method": "scratch", "programs": len(data.programs_of(train_ids)), "top1": bar,
+             "seconds": time.perf_counter() - t0}]
+    print(f"  scratch on all {rows[0]['programs']} training programs: Top-1 {bar:.4f}", flush=True)
+    for f in fractions:
+        t0 = time.perf_counter()
+        if f < 1:
+            sub, ids, sampler_model = sampled_subset(data, train_ids, f, cfg.seed, cfg.threads)
+            rows.append({"fraction": f, "method": "scratch_on_sample", "programs": len(sub),
+                         "top1": top1(sampler_model, data, test_ids), "seconds": time.perf_counter() - t0})
+        else:
+            sub, ids = data, train_ids
+        kb, ewc, _ = copy.deepcopy(first)
+        kb, _, seconds = learn_platform(kb, ewc, sub, ids, cfg)
+        rows.append({"fraction": f, "method": "ckd", "programs": len(sub.programs_of(ids)), "top1": top1(kb, data, test_ids),
+                     "seconds": seconds})
+        print("  " + "  ".join(f"{r['method']} {r['top1']:.4f}" for r in rows if r["fraction"] == f)
+              + f"  ({f:.0%}, {rows[-1]['programs']} programs)", flush=True)
+    reach = [r["fraction"] for r in rows if r["method"] == "ckd" and r["top1"] >= bar]
+    return {"scratch_all_top1": bar, "rows": rows, "ckd_fraction_to_match": min(reach) if reach else None}
 
 
 def main(argv=None):
@@ -158,7 +219,10 @@ def main(argv=None):
     p.add_argument("--both-orders", action="store_true", help="also learn the platforms in reverse order")
     p.add_argument("--progress-epochs", type=int, default=20)
     p.add_argument("--compress-epochs", type=int, default=20)
+    p.add_argument("--min-steps", type=int, default=200)
     p.add_argument("--ewc-lambda", type=float, default=100.0)
+    p.add_argument("--fractions", default="0.05,0.1,0.2,0.5,1.0",
+                   help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--d-model", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
@@ -169,7 +233,7 @@ def main(argv=None):
     if len(paths) < 2:
         sys.exit("give two or more platforms' datasets")
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
-                    ewc_lambda=args.ewc_lambda, seed=args.seed, threads=args.threads)
+                    min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, seed=args.seed, threads=args.threads)
     torch.set_num_threads(args.threads)
     model_config = {"d_model": args.d_model} if args.d_model else None
     datas = [ProgramData(tcl.featurize(x)) for x in paths]
@@ -179,19 +243,26 @@ def main(argv=None):
         if not test_ids:
             sys.exit(f"{name}: no held-out tasks to score (its task.json has no test split; give --test-fraction)")
     orders = [list(range(len(paths)))] + ([list(reversed(range(len(paths))))] if args.both_orders else [])
-    summary, details = {}, {}
+    fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
+    summary, details, starts = {}, {}, {}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     for order in orders:
         key = " -> ".join(names[i] for i in order)
         print(f"order {key}:")
-        res = run_order([names[i] for i in order], [datas[i] for i in order], [splits[i] for i in order],
-                        cfg, model_config, args.methods)
+        res, first = run_order([names[i] for i in order], [datas[i] for i in order], [splits[i] for i in order],
+                               cfg, model_config, args.methods)
         details[key] = res
         summary[key] = {m: {k: r[k] for k in ("avg_top1", "forgetting", "size_mb")} for m, r in res.items()}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1) + "\n")
-    out.with_name(out.stem + "_details.json").write_text(json.dumps(details, indent=1) + "\n")
-    plot(details, out.with_suffix(".png"))
+        if fractions and first is not None:
+            second = order[1]
+            print(f"cross-platform start, {names[order[0]]} -> {names[second]}:")
+            starts[key] = cross_platform_start(first, datas[second], splits[second], fractions, cfg, model_config)
+        # written after every order, so a long run keeps what it finished
+        out.write_text(json.dumps(summary, indent=1) + "\n")
+        out.with_name(out.stem + "_details.json").write_text(json.dumps(
+            {"orders": details, "cross_platform_start": starts, "settings": vars(args)}, indent=1) + "\n")
+        plot(details, out.with_suffix(".png"))
     print(f"-> {out}")
 
 

@@ -32,13 +32,14 @@ import torch.nn as nn
 
 from .model.cost_model import MambaCostModel, masked_mean
 from .model.losses import lambda_rank_loss
-from .train import ProgramData, _groups, _seed_everything, optimizer_step
+from .train import ProgramData, _groups, _seed_everything, epochs_for_steps, optimizer_step
 
 
 @dataclass
 class CKDConfig:
     progress_epochs: int = 20
     compress_epochs: int = 20
+    min_steps: int = 200  # per phase: small (sampled) platforms get more epochs, as in tcl.train
     lr: float = 7e-4
     beta: float = 1.0  # weight of the label ranking loss in compress
     ewc_lambda: float = 100.0
@@ -164,7 +165,7 @@ def progress(kb: MambaCostModel, data: ProgramData, task_ids, cfg: CKDConfig) ->
     opt = torch.optim.Adam(params, lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed)
     ac.train()
-    for _ in range(cfg.progress_epochs):
+    for _ in range(epochs_for_steps(data, task_ids, cfg.progress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)):
         for idx, gid in _batches(data, task_ids, cfg, rng):
             loss = lambda_rank_loss(ac(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
             optimizer_step(opt, loss, params, cfg.clip)
@@ -182,7 +183,7 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
     opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed + 1)
     student.train()
-    for _ in range(cfg.compress_epochs):
+    for _ in range(epochs_for_steps(data, task_ids, cfg.compress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)):
         for idx, gid in _batches(data, task_ids, cfg, rng):
             inputs = data.inputs(idx)
             labels = torch.from_numpy(data.label[idx])
@@ -208,6 +209,22 @@ def learn_platform(kb: MambaCostModel, ewc: OnlineEWC, data: ProgramData, task_i
     return new_kb, ewc, time.perf_counter() - t0
 
 
+def sampled_subset(data: ProgramData, task_ids, fraction: float, seed: int = 0, threads: int | None = None,
+                   progress_bar: bool = False):
+    """The new platform's programs the RDU sampler picks (`fraction` of each task's programs),
+    labelled from their measurements alone; returns (those programs, their task ids, the
+    sampler's last model: one trained from scratch on them).
+
+    The latencies come from the dataset (LookupOracle): for a platform not yet measured, run
+    `tcl sample` with a TVM oracle instead and distil on what it measured."""
+    from .sampling.sampler import LookupOracle, SamplingConfig, run_sampling
+
+    res = run_sampling(data, task_ids, SamplingConfig(method="rdu", fraction=fraction, seed=seed, threads=threads),
+                       LookupOracle(data.cost), progress=progress_bar)
+    sub = data.measured(res.selected, res.costs)
+    return sub, sorted({int(t) for t in sub.task}), res.model
+
+
 def first_platform(data: ProgramData, task_ids, cfg: CKDConfig, model_config: dict | None = None):
     """The KB of the first platform: plain training, then its Fisher; returns (KB, EWC, seconds)."""
     from .train import train
@@ -215,7 +232,7 @@ def first_platform(data: ProgramData, task_ids, cfg: CKDConfig, model_config: di
     t0 = time.perf_counter()
     kb, _ = train(data, task_ids, (), arch="mamba", model_config=model_config,
                   epochs=cfg.progress_epochs + cfg.compress_epochs, lr=cfg.lr, seed=cfg.seed,
-                  threads=cfg.threads, progress=False)
+                  threads=cfg.threads, progress=False, min_steps=2 * cfg.min_steps)
     ewc = OnlineEWC()
     ewc.consolidate(kb, data, task_ids, cfg)
     return kb, ewc, time.perf_counter() - t0

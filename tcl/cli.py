@@ -238,8 +238,13 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     d.add_argument("--data", nargs="+", required=True, help="the new platform's dataset")
     d.add_argument("--out", required=True, help="the new knowledge base (.pt)")
     d.add_argument("--test-fraction", type=float, default=0.0, help="when the data has no split")
+    d.add_argument("--sample", type=float, default=None, metavar="FRACTION",
+                   help="learn only from the programs the RDU sampler picks, this fraction of each "
+                   "training task's (e.g. 0.1); latencies are looked up in --data")
     d.add_argument("--progress-epochs", type=int, default=20)
     d.add_argument("--compress-epochs", type=int, default=20)
+    d.add_argument("--min-steps", type=int, default=200,
+                   help="at least this many optimizer steps per phase (more epochs on small data)")
     d.add_argument("--ewc-lambda", type=float, default=100.0)
     d.add_argument("--gamma", type=float, default=0.99, help="online-EWC decay")
     d.add_argument("--no-gate", action="store_true", help="ungated distillation (ablation)")
@@ -345,23 +350,29 @@ def _sample(args):
 def _distill(args):
     from dataclasses import asdict
 
-    from .ckd import CKDConfig, first_platform, learn_platform, load_kb, save_kb
+    from .ckd import CKDConfig, first_platform, learn_platform, load_kb, sampled_subset, save_kb
     from .features import featurize
     from .train import ProgramData, score_tasks, split_tasks
 
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
-                    ewc_lambda=args.ewc_lambda, gamma=args.gamma, gated=not args.no_gate,
+                    min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, gamma=args.gamma, gated=not args.no_gate,
                     seed=args.seed, threads=args.threads)
     data = ProgramData(featurize(args.data))
     train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
+    learn, learn_ids = data, train_ids
+    if args.sample is not None:
+        if not 0 < args.sample <= 1:
+            raise FormatError(f"--sample takes a fraction in (0, 1], not {args.sample}")
+        learn, learn_ids, _ = sampled_subset(data, train_ids, args.sample, args.seed, args.threads, progress_bar=True)
     if args.kb is None:
-        kb, ewc, seconds = first_platform(data, train_ids, cfg)
+        kb, ewc, seconds = first_platform(learn, learn_ids, cfg)
         history = []
     else:
         old, ewc, ck = load_kb(args.kb)
-        kb, ewc, seconds = learn_platform(old, ewc, data, train_ids, cfg)
+        kb, ewc, seconds = learn_platform(old, ewc, learn, learn_ids, cfg)
         history = ck.get("meta", {}).get("platforms", [])
-    entry = {"data": [str(p) for p in args.data], "seconds": seconds, "config": asdict(cfg)}
+    entry = {"data": [str(p) for p in args.data], "seconds": seconds, "config": asdict(cfg),
+             "programs_learned": len(learn), "sample": args.sample}
     if test_ids:
         entry["test"] = score_tasks(kb, data, test_ids)["pooled"]
     save_kb(args.out, kb, ewc, {"platforms": history + [entry]})

@@ -188,6 +188,16 @@ def _groups(data: ProgramData, task_ids, group_size: int, rng) -> list[np.ndarra
     return groups
 
 
+def epochs_for_steps(data: ProgramData, task_ids, epochs: int, min_steps: int, group_size: int,
+                     batch_tasks: int) -> int:
+    """`epochs`, or more when that many epochs would make fewer than min_steps optimizer steps
+    (small training sets, e.g. the sampler's 5-10%, have few batches per epoch)."""
+    if not min_steps:
+        return epochs
+    per_epoch = -(-len(_groups(data, task_ids, group_size, np.random.default_rng(0))) // batch_tasks)
+    return max(epochs, -(-min_steps // max(per_epoch, 1)))
+
+
 def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_config=None,
           epochs: int = 50, lr: float = 7e-4, weight_decay: float = 1e-6, clip: float = 0.5,
           batch_tasks: int = 8, group_size: int = 32, patience: int = 10, seed: int = 0,
@@ -195,8 +205,7 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
     """Trains a new model on the programs of train_ids; returns (model on the CPU, history).
 
     device: where the steps run ("cuda" uses mamba_ssm's fused scan when it is installed).
-    min_steps: run more epochs when `epochs` would make fewer optimizer steps (small training sets,
-    e.g. the sampler's 5-10%, have few batches per epoch and would stay undertrained).
+    min_steps: run more epochs when `epochs` would make fewer optimizer steps (epochs_for_steps).
     history: {"loss": [per epoch], "val_top1": [...], "val_pairwise": [...], "epoch_seconds": [...],
               "best_epoch": int (1-based), "best_val_top1": float | None}.
     Without validation tasks every epoch runs and the last state is kept.
@@ -212,9 +221,7 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
     hist = {"loss": [], "val_top1": [], "val_pairwise": [], "epoch_seconds": [], "best_epoch": 0,
             "best_val_top1": None}
     best, best_state, waited = None, None, 0
-    if min_steps:
-        per_epoch = -(-len(_groups(data, train_ids, group_size, np.random.default_rng(seed))) // batch_tasks)
-        epochs = max(epochs, -(-min_steps // max(per_epoch, 1)))
+    epochs = epochs_for_steps(data, train_ids, epochs, min_steps, group_size, batch_tasks)
     bar = tqdm(range(1, epochs + 1), desc=f"train {arch}", unit="epoch", disable=not progress)
     for epoch in bar:
         t0 = time.perf_counter()

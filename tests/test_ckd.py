@@ -10,7 +10,7 @@ from tcl.ckd import ActiveColumn, CKDConfig, OnlineEWC, first_platform, gate, le
 from tcl.train import ProgramData  # noqa: E402
 from test_features import MS_FIXTURE  # noqa: E402
 
-CFG = CKDConfig(progress_epochs=2, compress_epochs=2, threads=1, group_size=16)
+CFG = CKDConfig(progress_epochs=2, compress_epochs=2, min_steps=0, threads=1, group_size=16)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_distill_cli_reads_only_the_new_platform(tmp_path, monkeypatch):
     from tcl import cli, features
 
     kb1 = tmp_path / "kb1.pt"
-    args = ["--progress-epochs", "1", "--compress-epochs", "1", "--threads", "1"]
+    args = ["--progress-epochs", "1", "--compress-epochs", "1", "--min-steps", "0", "--threads", "1"]
     assert cli.main(["distill", "--data", str(MS_FIXTURE / "matmul_128"), "--out", str(kb1), *args]) == 0
     seen = []
     real = features.featurize
@@ -105,3 +105,21 @@ def test_distill_cli_reads_only_the_new_platform(tmp_path, monkeypatch):
     kb2, ewc, ck = load_kb(tmp_path / "kb2.pt")
     assert ewc.platforms == 2 and len(ck["meta"]["platforms"]) == 2
     assert kb2.size_mb() == load_kb(kb1)[0].size_mb()
+
+
+def test_distill_cli_learns_a_platform_from_an_rdu_sample(tmp_path):
+    from tcl import cli
+    from tcl.ckd import load_kb
+
+    args = ["--progress-epochs", "1", "--compress-epochs", "1", "--min-steps", "0", "--threads", "1"]
+    kb1 = tmp_path / "kb1.pt"
+    assert cli.main(["distill", "--data", str(MS_FIXTURE / "matmul_128"), "--out", str(kb1), *args]) == 0
+    new = MS_FIXTURE / "conv2d_1x16x14x14_32_3x3"
+    n = len(tcl.featurize(new))
+    out = tmp_path / "kb2.pt"
+    assert cli.main(["distill", "--kb", str(kb1), "--data", str(new), "--out", str(out), "--sample", "0.25", *args]) == 0
+    _, ewc, ck = load_kb(out)
+    last = ck["meta"]["platforms"][-1]
+    assert ewc.platforms == 2 and last["sample"] == 0.25
+    assert last["programs_learned"] == int(np.ceil(0.25 * n))  # one task: a quarter of its programs
+    assert cli.main(["distill", "--kb", str(kb1), "--data", str(new), "--out", str(out), "--sample", "1.5", *args]) == 2
