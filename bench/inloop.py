@@ -2,10 +2,13 @@
 
 TCL: str(trace) -> C++ featurizer -> onnxruntime (tcl.tvm.CostModel.predict). XGB: TVM's XGBModel
 (PerStoreFeature extraction + booster predict). MLP: TVM's MLPModel (PerStoreFeature + SegmentSum
-MLP). The candidates are 512 programs rebuilt from stock databases (default: the 8 tasks with the
+MLP). The candidates are programs rebuilt from stock databases (default: the 8 tasks with the
 most programs in datasets/znver4-2c, real network and sweep tasks; `--db tests/fixtures/ms/*` for the
-small fixture), 64 per task, and each model scores the same list (XGBModel is first trained on them, since it predicts at random
-without a booster; the other two cost the same whatever their weights). Repeats are interleaved so the models see the same machine load.
+small fixture). Each task is scored in one predict call of --per-call candidates: 512 is the
+population MetaSchedule's evolutionary search scores per call (a task's stored programs repeat
+when it has fewer). Every model scores the same lists (XGBModel is first trained on them, since it
+predicts at random without a booster; the other two cost the same whatever their weights).
+Repeats are interleaved so the models see the same machine load.
 
 Writes bench/results/inloop.json with tcl_us_per_candidate, xgb_us_per_candidate,
 mlp_us_per_candidate (medians) and the runs.
@@ -28,15 +31,14 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def candidates(db_dirs, n, seed=0):
-    """n programs spread evenly over the databases (plain or packed), as TuningRecords with a context."""
+def candidates(db_dirs, per, seed=0):
+    """`per` programs of each database (plain or packed), as TuningRecords with a context."""
     from tvm.s_tir import meta_schedule as ms
 
     import tcl
     from tcl.tvm.dataset import RecordReader
 
     rng = np.random.default_rng(seed)
-    per = n // len(db_dirs)
     picked = []
     for d in db_dirs:
         fs = tcl.featurize(d)
@@ -64,8 +66,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", nargs="+", default=None, help="stock JSONDatabase directories (default: see above)")
     p.add_argument("--model", default=None, help="TCL ONNX model (default: the shipped one, else a fresh export)")
-    p.add_argument("--candidates", type=int, default=512)
-    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--per-call", type=int, default=512, help="candidates per predict call (one call per task)")
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "inloop.json"))
     args = p.parse_args(argv)
     args.db = args.db or default_dbs()
@@ -80,7 +82,7 @@ def main(argv=None):
     from tcl.tvm.cost_model import CostModel
 
     import_cpu_tensor_intrin()
-    groups = candidates(args.db, args.candidates)
+    groups = candidates(args.db, args.per_call)
     with tempfile.TemporaryDirectory() as tmp:
         model_path = args.model
         if model_path is None:
@@ -115,9 +117,10 @@ def main(argv=None):
                     m.predict(ctx, cs)
                 times[name].append((time.perf_counter() - t0) / n * 1e6)
     res = {f"{k}_us_per_candidate": statistics.median(v) for k, v in times.items()}
-    res.update(candidates=n, tasks=[Path(d).name for d in args.db], runs_us=times, model=str(args.model or "default-size fresh export"),
+    res.update(candidates=n, per_call=args.per_call, tasks=[Path(d).name for d in args.db], runs_us=times, model=str(args.model or "default-size fresh export"),
                load_average=os.getloadavg())
-    print(f"{n} candidates, 1 thread, median of {args.repeats} (µs per candidate):")
+    print(f"{n} candidates in {len(cands)} calls of {args.per_call}, 1 thread, median of {args.repeats} "
+          "(µs per candidate):")
     for k in models:
         print(f"  {k:<4} {res[f'{k}_us_per_candidate']:9.1f}   "
               f"{res['xgb_us_per_candidate'] / res[f'{k}_us_per_candidate']:5.1f}x cheaper than xgb")
