@@ -182,20 +182,31 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods) -> di
     return out, first
 
 
-def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_config) -> dict:
+def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_config, known: dict) -> dict:
     """How much of a new platform's data CKD needs: the first platform's KB learns the new one from
     RDU samples of growing size; the bar is a model trained from scratch on all of the new
-    platform's training programs. Also the sampler's own model (from scratch on the same sample)."""
+    platform's training programs. Also the sampler's own model (from scratch on the same sample).
+
+    known: Top-1 on the new platform already measured by run_order with the same settings
+    ("scratch": the separate model, "ckd": CKD on all programs); those runs are not repeated."""
     train_ids, test_ids = split
     t0 = time.perf_counter()
-    scratch, _ = train(data, train_ids, (), epochs=cfg.progress_epochs + cfg.compress_epochs, model_config=model_config,
-                       seed=cfg.seed, threads=cfg.threads, progress=False, min_steps=2 * cfg.min_steps)
-    bar = top1(scratch, data, test_ids)
-    rows = [{"fraction": 1.0, "method": "scratch", "programs": len(data.programs_of(train_ids)), "top1": bar,
-             "seconds": time.perf_counter() - t0}]
-    print(f"  scratch on all {rows[0]['programs']} training programs: Top-1 {bar:.4f}", flush=True)
+    if "scratch" in known:
+        bar = known["scratch"]
+    else:
+        scratch, _ = train(data, train_ids, (), epochs=cfg.progress_epochs + cfg.compress_epochs,
+                           model_config=model_config, seed=cfg.seed, threads=cfg.threads, progress=False,
+                           min_steps=2 * cfg.min_steps)
+        bar = top1(scratch, data, test_ids)
+    n_all = len(data.programs_of(train_ids))
+    rows = [{"fraction": 1.0, "method": "scratch", "programs": n_all, "top1": bar, "seconds": time.perf_counter() - t0}]
+    print(f"  scratch on all {n_all} training programs: Top-1 {bar:.4f}", flush=True)
     for f in fractions:
         t0 = time.perf_counter()
+        if f >= 1 and "ckd" in known:
+            rows.append({"fraction": 1.0, "method": "ckd", "programs": n_all, "top1": known["ckd"], "seconds": None})
+            print(f"  ckd {known['ckd']:.4f}  (100%, {n_all} programs)", flush=True)
+            continue
         if f < 1:
             sub, ids, sampler_model = sampled_subset(data, train_ids, f, cfg.seed, cfg.threads)
             rows.append({"fraction": f, "method": "scratch_on_sample", "programs": len(sub),
@@ -257,23 +268,35 @@ def main(argv=None):
         if fractions and first is not None:
             second = order[1]
             print(f"cross-platform start, {names[order[0]]} -> {names[second]}:")
-            starts[key] = cross_platform_start(first, datas[second], splits[second], fractions, cfg, model_config)
+            known = {name: res[m]["matrix"][1][1] for name, m in (("scratch", "separate"), ("ckd", "ckd")) if m in res}
+            starts[key] = cross_platform_start(first, datas[second], splits[second], fractions, cfg, model_config, known)
         # written after every order, so a long run keeps what it finished
         out.write_text(json.dumps(summary, indent=1) + "\n")
         out.with_name(out.stem + "_details.json").write_text(json.dumps(
             {"orders": details, "cross_platform_start": starts, "settings": vars(args)}, indent=1) + "\n")
-        plot(details, out.with_suffix(".png"))
+        plot(details, starts, out.with_suffix(".png"))
     print(f"-> {out}")
 
 
-def plot(details, path):
+def plot(details, starts, path):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = [(order, m, r) for order, res in details.items() for m, r in res.items()]
-    fig, axes = plt.subplots(1, len(rows), figsize=(2.6 * len(rows), 2.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(rows) + len(starts), figsize=(2.6 * (len(rows) + len(starts)), 2.8), squeeze=False)
+    for ax, (order, st) in zip(axes[0][len(rows):], starts.items()):
+        for method in ("ckd", "scratch_on_sample"):
+            pts = sorted((r["fraction"], r["top1"]) for r in st["rows"] if r["method"] == method)
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=method)
+        ax.axhline(st["scratch_all_top1"], color="gray", ls="--", label="scratch, all")
+        ax.set_xscale("log")
+        ax.set_xlabel("share of new platform measured", fontsize=7)
+        ax.set_ylabel("Top-1 on new platform", fontsize=7)
+        ax.set_title(f"cross-platform start\n{order}", fontsize=7)
+        ax.legend(fontsize=6)
     for ax, (order, m, r) in zip(axes[0], rows):
         mat = np.array(r["matrix"], dtype=float)
         ax.imshow(np.nan_to_num(mat, nan=0.0), vmin=0, vmax=1, cmap="viridis")
