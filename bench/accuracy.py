@@ -139,18 +139,31 @@ def write(out, detail_path, summary, details, args):
     return old_details
 
 
+def summarize_seeds(runs) -> dict:
+    """Mean (and spread) over seeds of the pooled Top-1 / Top-5."""
+    out = {"size_mb": runs[0]["size_mb"]}
+    for k in ("top1", "top5"):
+        v = [r["pooled"][k] for r in runs]
+        out[k] = float(np.mean(v))
+        if len(v) > 1:
+            out[f"{k}_std"] = float(np.std(v))
+            out[f"{k}_seeds"] = v
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform (default: datasets/*/)")
     p.add_argument("--models", nargs="+", default=["tcl", "tlp", "xgb", "mlp"])
     p.add_argument("--epochs", type=int, default=50)
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", default="0", help="comma separated; Top-1/Top-5 are the mean over them")
     p.add_argument("--refit", action="store_true",
                    help="tcl/tlp: after early stopping, train again on every training task")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "accuracy.json"))
     args = p.parse_args(argv)
+    seeds = [int(x) for x in args.seeds.split(",")]
     paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
     if not paths:
         sys.exit("no datasets given and none under datasets/")
@@ -163,7 +176,7 @@ def main(argv=None):
         platform = Path(path).name
         fs = tcl.featurize(path)
         data = ProgramData(fs)
-        train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
+        train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, seeds[0])
         print(f"{platform}: {len(data)} programs, {len(train_ids)} training / {len(test_ids)} held-out tasks")
         print(f"  {'model':<6}{'size MB':>9}{'Top-1':>8}{'Top-5':>8}{'train s':>9}{'µs/cand':>9}")
         summary.setdefault(platform, {})
@@ -173,14 +186,20 @@ def main(argv=None):
                 # MLPModel's validation split is 20% of the workloads: it fails below 5 of them
                 print(f"  {name:<6} skipped: needs 5 or more training tasks, the data has {len(train_ids)}")
                 continue
-            r = (torch_model("mamba" if name == "tcl" else "tlp", data, train_ids, test_ids, args)
-                 if name in ("tcl", "tlp") else tvm_model(name, fs, data, train_ids, test_ids, args))
-            pooled = r["metrics"]["pooled"]
-            summary[platform][name] = {"top1": pooled["top1"], "top5": pooled["top5"], "size_mb": r["size_mb"]}
-            details[platform][name] = {**{k: v for k, v in r.items() if k != "metrics"},
-                                       "networks": r["metrics"]["networks"], "pooled": pooled}
-            print(f"  {name:<6}{r['size_mb']:>9.3f}{pooled['top1']:>8.4f}{pooled['top5']:>8.4f}"
-                  f"{r['train_seconds']:>9.1f}{r['us_per_candidate']:>9.1f}", flush=True)
+            runs = []
+            for seed in seeds:
+                args.seed = seed
+                r = (torch_model("mamba" if name == "tcl" else "tlp", data, train_ids, test_ids, args)
+                     if name in ("tcl", "tlp") else tvm_model(name, fs, data, train_ids, test_ids, args))
+                runs.append({**{k: v for k, v in r.items() if k != "metrics"}, "seed": seed,
+                             "networks": r["metrics"]["networks"], "pooled": r["metrics"]["pooled"]})
+                pooled = r["metrics"]["pooled"]
+                print(f"  {name:<6}{r['size_mb']:>9.3f}{pooled['top1']:>8.4f}{pooled['top5']:>8.4f}"
+                      f"{r['train_seconds']:>9.1f}{r['us_per_candidate']:>9.1f}  seed {seed}", flush=True)
+            summary[platform][name] = summarize_seeds(runs)
+            nets = {n: {k: float(np.mean([r["networks"][n][k] for r in runs])) for k in m}
+                    for n, m in runs[0]["networks"].items()}
+            details[platform][name] = {**runs[0], "networks": nets, "seeds": runs}
             all_details = write(out, detail_path, summary, details, args)  # after every model
     plot(all_details, out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
