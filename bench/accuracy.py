@@ -45,7 +45,7 @@ def torch_model(arch, data, train_ids, test_ids, args) -> dict:
     import torch
 
     t0 = time.perf_counter()
-    model, hist, _, _ = train_validated(data, train_ids, 0.2, args.seed, refit=args.refit, arch=arch,
+    model, hist, _, _ = train_validated(data, train_ids, args.val_fraction, args.seed, refit=args.refit, arch=arch,
                                         epochs=args.epochs, threads=args.threads, progress=False)
     seconds = time.perf_counter() - t0
     scores = np.zeros(len(data))
@@ -155,7 +155,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform (default: datasets/*/)")
     p.add_argument("--models", nargs="+", default=["tcl", "tlp", "xgb", "mlp"])
-    p.add_argument("--epochs", type=int, default=50)
+    p.add_argument("--epochs", type=int, default=40)
+    p.add_argument("--val-fraction", type=float, default=0.0,
+                   help="tcl/tlp: validate on this share of the training tasks and stop early (0: all train, fixed epochs)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--seeds", default="0", help="comma separated; Top-1/Top-5 are the mean over them")
     p.add_argument("--refit", action="store_true",
