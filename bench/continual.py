@@ -209,16 +209,17 @@ def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_co
             continue
         if f < 1:
             sub, ids, sampler_model = sampled_subset(data, train_ids, f, cfg.seed, cfg.threads)
-            rows.append({"fraction": f, "method": "scratch_on_sample", "programs": len(sub),
-                         "top1": top1(sampler_model, data, test_ids), "seconds": time.perf_counter() - t0})
         else:
-            sub, ids = data, train_ids
+            sub, ids, sampler_model = data, train_ids, None
+        n = len(sub.programs_of(ids))
+        if sampler_model is not None:
+            rows.append({"fraction": f, "method": "scratch_on_sample", "programs": n,
+                         "top1": top1(sampler_model, data, test_ids), "seconds": time.perf_counter() - t0})
         kb, ewc, _ = copy.deepcopy(first)
         kb, _, seconds = learn_platform(kb, ewc, sub, ids, cfg)
-        rows.append({"fraction": f, "method": "ckd", "programs": len(sub.programs_of(ids)), "top1": top1(kb, data, test_ids),
-                     "seconds": seconds})
+        rows.append({"fraction": f, "method": "ckd", "programs": n, "top1": top1(kb, data, test_ids), "seconds": seconds})
         print("  " + "  ".join(f"{r['method']} {r['top1']:.4f}" for r in rows if r["fraction"] == f)
-              + f"  ({f:.0%}, {rows[-1]['programs']} programs)", flush=True)
+              + f"  ({f:.0%}, {n} programs)", flush=True)
     reach = [r["fraction"] for r in rows if r["method"] == "ckd" and r["top1"] >= bar]
     return {"scratch_all_top1": bar, "rows": rows, "ckd_fraction_to_match": min(reach) if reach else None}
 

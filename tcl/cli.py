@@ -375,7 +375,7 @@ def _distill(args):
         kb, ewc, seconds = learn_platform(old, ewc, learn, learn_ids, cfg)
         history = ck.get("meta", {}).get("platforms", [])
     entry = {"data": [str(p) for p in args.data], "seconds": seconds, "config": asdict(cfg),
-             "programs_learned": len(learn), "sample": args.sample}
+             "programs_learned": len(learn.programs_of(learn_ids)), "sample": args.sample}
     if test_ids:
         entry["test"] = score_tasks(kb, data, test_ids)["pooled"]
     save_kb(args.out, kb, ewc, {"platforms": history + [entry]})

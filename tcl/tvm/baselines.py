@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -117,10 +116,9 @@ def pretrained_mlp(dataset_dir, cache_dir=None):
         train_ids, _ = split_tasks(data.tasks, 0.2, 0)
         model = fit_mlp(RecordReader(fs), data, train_ids)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=cache_dir, suffix=".tar", delete=False) as tmp:
-            pass
-        model.save(tmp.name)
-        os.replace(tmp.name, path)  # a killed run leaves no half-written cache entry
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        model.save(str(tmp))
+        os.replace(tmp, path)  # a killed run leaves no half-written cache entry
     # load() counts the cached programs as untrained, so the first update would retrain from scratch
     model.trainer.state.untrained_size = 0
     return model
