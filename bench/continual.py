@@ -6,7 +6,8 @@ Top-1 on each platform's held-out tasks), giving a matrix R[stage][platform]. Re
 average Top-1 after the last stage, forgetting (mean over earlier platforms of best-ever Top-1
 minus final Top-1), model size, training seconds.
 
-Methods: ckd (tcl.ckd: progress + gated compress + online EWC), distill (the same without EWC),
+Methods: ckd (tcl.ckd: progress + gated compress + online EWC + the old-hardware ranking term),
+distill (the same with lambda = 0: no EWC penalty),
 ewc (fine-tuning with online EWC, no column), finetune (plain sequential fine-tuning), separate
 (a new model per platform; size grows), joint (all platforms' data at once: a shared backbone with
 one head per platform, the MTL-TLP-style upper bound that needs every dataset together).
@@ -26,6 +27,7 @@ import copy
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -39,10 +41,8 @@ from tcl.ckd import (  # noqa: E402
     CKDConfig,
     OnlineEWC,
     _batches,
-    compress,
     first_platform,
     learn_platform,
-    progress,
     sampled_subset,
 )
 from tcl.model.losses import lambda_rank_loss  # noqa: E402
@@ -154,9 +154,8 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods) -> di
                 if i > 0:
                     if method == "ckd":
                         kb, ewc, _ = learn_platform(kb, ewc, datas[i], splits[i][0], cfg)
-                    elif method == "distill":
-                        ac = progress(kb, datas[i], splits[i][0], cfg)
-                        kb = compress(kb, ac, OnlineEWC(), datas[i], splits[i][0], cfg)
+                    elif method == "distill":  # ckd with lambda = 0: no EWC penalty
+                        kb, ewc, _ = learn_platform(kb, ewc, datas[i], splits[i][0], replace(cfg, ewc_lambda=0.0))
                     elif method == "ewc":
                         kb = finetune(kb, datas[i], splits[i][0], cfg, ewc)
                         ewc.consolidate(kb, datas[i], splits[i][0], cfg)
@@ -233,6 +232,7 @@ def main(argv=None):
     p.add_argument("--compress-epochs", type=int, default=20)
     p.add_argument("--min-steps", type=int, default=200)
     p.add_argument("--ewc-lambda", type=float, default=100.0)
+    p.add_argument("--keep-old", type=float, default=1.0, help="ckd: weight of the old-hardware ranking term")
     p.add_argument("--fractions", default="0.05,0.1,0.2,0.5,1.0",
                    help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
@@ -245,7 +245,8 @@ def main(argv=None):
     if len(paths) < 2:
         sys.exit("give two or more platforms' datasets")
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
-                    min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, seed=args.seed, threads=args.threads)
+                    min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, keep_old=args.keep_old,
+                    seed=args.seed, threads=args.threads)
     torch.set_num_threads(args.threads)
     model_config = {"d_model": args.d_model} if args.d_model else None
     datas = [ProgramData(tcl.featurize(x)) for x in paths]

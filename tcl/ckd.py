@@ -3,14 +3,22 @@
 The knowledge base (KB) is the deployable MambaCostModel; the hardware descriptor is one of its
 inputs, so one KB serves every platform it has learned. For a new platform:
 
-1. progress: a fresh active column (AC) of the same architecture learns the new platform's
-   programs (LambdaRank) while the KB is frozen; the AC reads the KB's hidden states through
-   lateral adaptors whose gates alpha start small (0.1), so it can reuse what the KB knows.
+1. progress: an active column (AC) of the same architecture learns the new platform's programs
+   (LambdaRank) while the KB is frozen; the AC reads the KB's hidden states through lateral
+   adaptors whose gates alpha start small (0.1), so it can reuse what the KB knows. The AC
+   starts as a copy of the KB (adaptors zeroed): measured on znver4-2c -> haswell-1c, a fresh
+   column (as published) reached held-out Top-1 0.44 where the copy fine-tunes to ~0.7, and
+   compress can only pass on what the AC knows.
 2. compress: the KB learns the new platform from the AC and the measured labels:
        L = mean_i g_i * (z_KB(i) - z_AC(i))^2  +  beta * LambdaRank(KB, labels)  +  EWC
+         +  mu * mean_h LambdaRank(KB(. | h), order of KB_old(. | h))
    where z are scores standardised within each task (rankings are what matter) and the gate
    g_i = exp(-|rank_AC(i) - rank_label(i)| / n_task) trusts the AC on the programs it ranks
    where the measurements put them (per program; `gated=False` sets g = 1 for the ablation).
+   The last term keeps the old platforms: the hardware descriptor is the KB's only way to tell
+   platforms apart, so the KB must keep scoring the new programs as the incoming (frozen) KB
+   did under each earlier platform's descriptor h (learning without forgetting, with the old
+   hardware as the "old task"; only the descriptors are kept, a few numbers per platform).
    EWC is online: sum_k (lambda/2) F*_k (theta - theta*_k)^2 with one running Fisher
    F* <- gamma F* + F_new / mean(F_new) (normalised per platform) and one anchor theta*.
 3. consolidate: the Fisher of the KB on the new platform's programs (squared gradients of the
@@ -43,9 +51,11 @@ class CKDConfig:
     lr: float = 7e-4
     beta: float = 1.0  # weight of the label ranking loss in compress
     ewc_lambda: float = 100.0
+    keep_old: float = 1.0  # mu: weight of the earlier platforms' self-distillation
     gamma: float = 0.99  # online-EWC decay of earlier platforms' Fisher
     gated: bool = True
     alpha_init: float = 0.1
+    column_from_kb: bool = True  # the active column starts as the KB (False: fresh, as in P&C)
     batch_tasks: int = 8
     group_size: int = 32
     clip: float = 0.5
@@ -54,17 +64,26 @@ class CKDConfig:
 
 
 class ActiveColumn(nn.Module):
-    """A MambaCostModel that also reads a frozen KB's hidden states through gated adaptors."""
+    """A MambaCostModel that also reads a frozen KB's hidden states through gated adaptors.
 
-    def __init__(self, kb: MambaCostModel, alpha_init: float = 0.1):
+    from_kb: the column starts as a copy of the KB with zeroed adaptors (so it starts as the KB
+    and fine-tunes from there); otherwise it starts fresh (Progress & Compress as published)."""
+
+    def __init__(self, kb: MambaCostModel, alpha_init: float = 0.1, from_kb: bool = True):
         super().__init__()
         self.kb = kb
         for p in self.kb.parameters():
             p.requires_grad_(False)
-        self.col = MambaCostModel(kb.cfg)
+        self.col = copy.deepcopy(kb) if from_kb else MambaCostModel(kb.cfg)
+        for p in self.col.parameters():
+            p.requires_grad_(True)
         d = kb.cfg.d_model
         n = kb.cfg.n_layer + 1  # the encoder output and each layer's
         self.lateral = nn.ModuleList(nn.Linear(d, d) for _ in range(n))
+        if from_kb:
+            for lin in self.lateral:
+                nn.init.zeros_(lin.weight)
+                nn.init.zeros_(lin.bias)
         self.alpha = nn.Parameter(torch.full((n,), float(alpha_init)))
 
     def forward(self, seq, lengths, workload=None, hardware=None):
@@ -78,10 +97,13 @@ class ActiveColumn(nn.Module):
 
 
 class OnlineEWC:
-    """One running Fisher and one anchor over all platforms seen so far."""
+    """One running Fisher and one anchor over all platforms seen so far, and those platforms'
+    hardware descriptors (what compress keeps the KB's scores under)."""
 
-    def __init__(self, fisher: dict | None = None, anchor: dict | None = None, platforms: int = 0):
+    def __init__(self, fisher: dict | None = None, anchor: dict | None = None, platforms: int = 0,
+                 hardware: list | None = None):
         self.fisher, self.anchor, self.platforms = fisher, anchor, platforms
+        self.hardware = [list(map(float, h)) for h in (hardware or [])]
 
     def penalty(self, model: nn.Module, lam: float) -> torch.Tensor:
         if self.fisher is None:
@@ -115,10 +137,13 @@ class OnlineEWC:
         self.fisher = fisher
         self.anchor = {n: p.detach().clone() for n, p in model.named_parameters()}
         self.platforms += 1
+        for h in np.unique(data.hardware[data.programs_of(task_ids)], axis=0).tolist():
+            if h not in self.hardware:
+                self.hardware.append(h)
         model.zero_grad()
 
     def state_dict(self) -> dict:
-        return {"fisher": self.fisher, "anchor": self.anchor, "platforms": self.platforms}
+        return {"fisher": self.fisher, "anchor": self.anchor, "platforms": self.platforms, "hardware": self.hardware}
 
     @classmethod
     def from_state_dict(cls, state: dict | None) -> "OnlineEWC":
@@ -158,9 +183,9 @@ def _batches(data, task_ids, cfg, rng):
 
 
 def progress(kb: MambaCostModel, data: ProgramData, task_ids, cfg: CKDConfig) -> ActiveColumn:
-    """Trains a fresh active column on the new platform with the KB frozen."""
+    """Trains an active column on the new platform with the KB frozen."""
     _seed_everything(cfg.seed)
-    ac = ActiveColumn(kb, cfg.alpha_init)
+    ac = ActiveColumn(kb, cfg.alpha_init, cfg.column_from_kb)
     params = [p for p in ac.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed)
@@ -173,26 +198,58 @@ def progress(kb: MambaCostModel, data: ProgramData, task_ids, cfg: CKDConfig) ->
     return ac
 
 
+def _keep_old_platforms(kb, student, emb, seq, lengths, workload, gid, old_hw) -> torch.Tensor:
+    """LambdaRank of the student's scores of these (new) programs under each earlier platform's
+    descriptor against the order the incoming KB gives them there (labels: the KB's rank within
+    the task scaled to (0, 1], its top program = 1), averaged over those platforms. A ranking loss,
+    like the label term, so that it weighs the top of each task most (Top-1 is decided there); the
+    body runs once for all descriptors."""
+    with torch.no_grad():
+        kb_emb = kb.embedding(seq, lengths)
+    total = torch.zeros(())
+    for h in old_hw:
+        hw = h.expand(len(seq), -1)
+        with torch.no_grad():
+            target = _rank_labels(kb.head(kb_emb, workload, hw), gid)
+        total = total + lambda_rank_loss(student.head(emb, workload, hw), target, gid)
+    return total / len(old_hw)
+
+
+def _rank_labels(scores: torch.Tensor, gid: torch.Tensor) -> torch.Tensor:
+    """(rank from the bottom + 1) / programs, within each group: the top-scored program gets 1."""
+    out = torch.empty_like(scores)
+    for k in torch.unique(gid):
+        m = gid == k
+        out[m] = (_ranks(scores[m]) + 1) / int(m.sum())
+    return out
+
+
 def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: ProgramData, task_ids,
              cfg: CKDConfig) -> MambaCostModel:
     """Distils the AC into a copy of the KB (gated), with the label ranking loss and online EWC."""
     _seed_everything(cfg.seed + 1)
+    kb.eval()
     student = copy.deepcopy(kb)
     for p in student.parameters():
         p.requires_grad_(True)
     opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed + 1)
+    new_hw = np.unique(data.hardware[data.programs_of(task_ids)], axis=0).tolist()
+    old_hw = [torch.tensor(h, dtype=torch.float32) for h in ewc.hardware if h not in new_hw]
     student.train()
     for _ in range(epochs_for_steps(data, task_ids, cfg.compress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)):
         for idx, gid in _batches(data, task_ids, cfg, rng):
-            inputs = data.inputs(idx)
+            seq, lengths, workload, hardware = data.inputs(idx)
             labels = torch.from_numpy(data.label[idx])
             with torch.no_grad():
-                teacher = ac(*inputs)
+                teacher = ac(seq, lengths, workload, hardware)
                 g = gate(teacher, labels, gid) if cfg.gated else torch.ones_like(teacher)
-            s = student(*inputs)
+            emb = student.embedding(seq, lengths)
+            s = student.head(emb, workload, hardware)
             distill = (g * (_standardise(s, gid) - _standardise(teacher, gid)) ** 2).mean()
             loss = distill + cfg.beta * lambda_rank_loss(s, labels, gid) + ewc.penalty(student, cfg.ewc_lambda)
+            if old_hw and cfg.keep_old:
+                loss = loss + cfg.keep_old * _keep_old_platforms(kb, student, emb, seq, lengths, workload, gid, old_hw)
             optimizer_step(opt, loss, student.parameters(), cfg.clip)
     student.eval()
     return student

@@ -234,7 +234,8 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
         description="Without --kb: train the first knowledge base (KB) on --data and store its "
         "EWC state. With --kb: progress (an active column learns --data with the KB frozen, "
         "reading its hidden states) then compress (the KB learns from the column through a gate, "
-        "plus the labels and online EWC). Only the KB, its EWC state and the new platform's data "
+        "plus the labels, online EWC, and its own earlier rankings under the earlier platforms' "
+        "hardware descriptors). Only the KB, its EWC state and the new platform's data "
         "are read; the KB does not grow. Repeat platform after platform.",
     )
     d.add_argument("--kb", default=None, help="the knowledge base so far (omit for the first platform)")
@@ -250,7 +251,11 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    help="at least this many optimizer steps per phase (more epochs on small data)")
     d.add_argument("--ewc-lambda", type=float, default=100.0)
     d.add_argument("--gamma", type=float, default=0.99, help="online-EWC decay")
+    d.add_argument("--keep-old", type=float, default=1.0, metavar="MU",
+                   help="weight of keeping the KB's rankings under earlier platforms' hardware (0: off)")
     d.add_argument("--no-gate", action="store_true", help="ungated distillation (ablation)")
+    d.add_argument("--fresh-column", action="store_true",
+                   help="start the active column from scratch instead of from the KB (ablation)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--threads", type=int, default=None)
     d.set_defaults(run=_distill)
@@ -359,7 +364,7 @@ def _distill(args):
 
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
                     min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, gamma=args.gamma, gated=not args.no_gate,
-                    seed=args.seed, threads=args.threads)
+                    keep_old=args.keep_old, column_from_kb=not args.fresh_column, seed=args.seed, threads=args.threads)
     data = ProgramData(featurize(args.data))
     train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
     learn, learn_ids = data, train_ids

@@ -6,7 +6,17 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tcl  # noqa: E402
-from tcl.ckd import ActiveColumn, CKDConfig, OnlineEWC, first_platform, gate, learn_platform, progress  # noqa: E402
+from tcl.ckd import (  # noqa: E402
+    ActiveColumn,
+    CKDConfig,
+    OnlineEWC,
+    compress,
+    first_platform,
+    gate,
+    learn_platform,
+    progress,
+)
+from tcl.model.losses import lambda_rank_loss  # noqa: E402
 from tcl.train import ProgramData  # noqa: E402
 from test_features import MS_FIXTURE  # noqa: E402
 
@@ -42,6 +52,65 @@ def test_progress_keeps_the_kb_frozen(platforms, kb1):
     _seed_everything(CFG.seed)
     fresh = ActiveColumn(kb, CFG.alpha_init)
     assert any(not torch.equal(p, q) for p, q in zip(ac.col.parameters(), fresh.col.parameters()))
+
+
+def other_hardware(data: ProgramData) -> ProgramData:
+    """The same programs as if measured on a platform with another hardware descriptor."""
+    import copy
+
+    d = copy.copy(data)
+    d.hardware = data.hardware.copy()
+    d.hardware[:, 0] += 1.0
+    return d
+
+
+def test_column_from_the_kb_starts_as_the_kb(platforms, kb1):
+    kb, _, _ = kb1
+    x = platforms[1].inputs(np.arange(len(platforms[1])))
+    with torch.no_grad():
+        assert torch.allclose(ActiveColumn(kb, CFG.alpha_init, from_kb=True).eval()(*x), kb(*x), atol=1e-6)
+
+
+def test_ewc_state_keeps_each_platforms_hardware(platforms, kb1):
+    kb, ewc, _ = kb1
+    assert ewc.hardware == np.unique(platforms[0].hardware, axis=0).tolist()
+    e = OnlineEWC.from_state_dict(ewc.state_dict())
+    e.consolidate(kb, other_hardware(platforms[1]), [0], CFG)
+    assert len(e.hardware) == 2 and e.hardware[0] == ewc.hardware[0]
+    assert OnlineEWC.from_state_dict(e.state_dict()).hardware == e.hardware
+
+
+def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1, monkeypatch):
+    import tcl.ckd as ckd
+
+    kb, ewc, _ = kb1
+    new = other_hardware(platforms[1])
+    ac = progress(kb, new, [0], CFG)
+    seen = []
+    real = ckd._keep_old_platforms
+
+    def spy(kb_, student, emb, seq, lengths, workload, gid, old_hw):
+        seen.append([h.tolist() for h in old_hw])
+        before = torch.get_rng_state()  # the student's head draws dropout: replay the same masks
+        loss = real(kb_, student, emb, seq, lengths, workload, gid, old_hw)
+        after = torch.get_rng_state()
+        torch.set_rng_state(before)
+        # the target is the incoming KB's order under the old descriptor
+        with torch.no_grad():
+            hw = old_hw[0].expand(len(seq), -1)
+            want = lambda_rank_loss(student.head(emb, workload, hw), ckd._rank_labels(kb.head(kb.embedding(seq, lengths), workload, hw), gid), gid)
+        torch.set_rng_state(after)
+        assert float(loss) == pytest.approx(float(want), rel=1e-5)
+        return loss
+
+    monkeypatch.setattr(ckd, "_keep_old_platforms", spy)
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CFG)
+    assert seen and all(s == ewc.hardware for s in seen)  # the old descriptor, never the new one
+    seen.clear()
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), platforms[1], [0], CFG)
+    assert not seen  # same descriptor as before: nothing to keep apart
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CKDConfig(**{**CFG.__dict__, "keep_old": 0.0}))
+    assert not seen
 
 
 def test_kb_size_is_constant_and_it_learns_the_new_platform(platforms, kb1):
