@@ -6,8 +6,9 @@ Top-1 on each platform's held-out tasks), giving a matrix R[stage][platform]. Re
 average Top-1 after the last stage, forgetting (mean over earlier platforms of best-ever Top-1
 minus final Top-1), model size, training seconds.
 
-Methods: ckd (tcl.ckd: progress + gated compress + online EWC + the old-hardware ranking term),
-distill (the same with lambda = 0: no EWC penalty),
+Methods: ckd (tcl.ckd with its defaults: progress + gated compress + the old-hardware ranking
+term; online EWC at --ckd-ewc-lambda, off by default), distill (the gated distillation from the
+column alone: no old-hardware term, no EWC),
 ewc (fine-tuning with online EWC, no column), finetune (plain sequential fine-tuning), separate
 (a new model per platform; size grows), joint (all platforms' data at once: a shared backbone with
 one head per platform, the MTL-TLP-style upper bound that needs every dataset together).
@@ -129,7 +130,7 @@ def joint(datas, train_ids, cfg: CKDConfig, model_config):
     return model
 
 
-def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods) -> dict:
+def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_lambda: float) -> dict:
     n = len(datas)
     out = {}
     t0 = time.perf_counter()
@@ -154,10 +155,11 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods) -> di
                 if i > 0:
                     if method == "ckd":
                         kb, ewc, _ = learn_platform(kb, ewc, datas[i], splits[i][0], cfg)
-                    elif method == "distill":  # ckd with lambda = 0: no EWC penalty
-                        kb, ewc, _ = learn_platform(kb, ewc, datas[i], splits[i][0], replace(cfg, ewc_lambda=0.0))
+                    elif method == "distill":  # distillation from the column alone
+                        kb, ewc, _ = learn_platform(kb, ewc, datas[i], splits[i][0],
+                                                    replace(cfg, ewc_lambda=0.0, keep_old=0.0))
                     elif method == "ewc":
-                        kb = finetune(kb, datas[i], splits[i][0], cfg, ewc)
+                        kb = finetune(kb, datas[i], splits[i][0], replace(cfg, ewc_lambda=ewc_lambda), ewc)
                         ewc.consolidate(kb, datas[i], splits[i][0], cfg)
                     elif method == "finetune":
                         kb = finetune(kb, datas[i], splits[i][0], cfg, None)
@@ -231,8 +233,9 @@ def main(argv=None):
     p.add_argument("--progress-epochs", type=int, default=20)
     p.add_argument("--compress-epochs", type=int, default=20)
     p.add_argument("--min-steps", type=int, default=200)
-    p.add_argument("--ewc-lambda", type=float, default=100.0)
-    p.add_argument("--keep-old", type=float, default=1.0, help="ckd: weight of the old-hardware ranking term")
+    p.add_argument("--ewc-lambda", type=float, default=100.0, help="strength of the ewc baseline's penalty")
+    p.add_argument("--ckd-ewc-lambda", type=float, default=CKDConfig.ewc_lambda, help="ckd's EWC strength")
+    p.add_argument("--keep-old", type=float, default=CKDConfig.keep_old, help="ckd: weight of the old-hardware ranking term")
     p.add_argument("--fractions", default="0.05,0.1,0.2,0.5,1.0",
                    help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
@@ -245,7 +248,7 @@ def main(argv=None):
     if len(paths) < 2:
         sys.exit("give two or more platforms' datasets")
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
-                    min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, keep_old=args.keep_old,
+                    min_steps=args.min_steps, ewc_lambda=args.ckd_ewc_lambda, keep_old=args.keep_old,
                     seed=args.seed, threads=args.threads)
     torch.set_num_threads(args.threads)
     model_config = {"d_model": args.d_model} if args.d_model else None
@@ -264,7 +267,7 @@ def main(argv=None):
         key = " -> ".join(names[i] for i in order)
         print(f"order {key}:")
         res, first = run_order([names[i] for i in order], [datas[i] for i in order], [splits[i] for i in order],
-                               cfg, model_config, args.methods)
+                               cfg, model_config, args.methods, args.ewc_lambda)
         details[key] = res
         summary[key] = {m: {k: r[k] for k in ("avg_top1", "forgetting", "size_mb")} for m, r in res.items()}
         if fractions and first is not None:

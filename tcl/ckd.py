@@ -50,8 +50,12 @@ class CKDConfig:
     min_steps: int = 200  # per phase: small (sampled) platforms get more epochs, as in tcl.train
     lr: float = 7e-4
     beta: float = 1.0  # weight of the label ranking loss in compress
-    ewc_lambda: float = 100.0
-    keep_old: float = 1.0  # mu: weight of the earlier platforms' self-distillation
+    # lambda: off by default. Measured (znver4-2c -> haswell-1c, keep_old 3): lambda 0 kept the
+    # first platform's held-out Top-1 (0.755 -> 0.771), lambda 1 and 10 both dropped it to 0.684.
+    # Under Adam the penalty acts as a switch once it dominates a weight's gradient: it pins the
+    # high-Fisher body and moves the change into the head, which every platform's score shares.
+    ewc_lambda: float = 0.0
+    keep_old: float = 3.0  # mu, the earlier platforms' ranking term (3 beat 1 and 10 on that pair)
     gamma: float = 0.99  # online-EWC decay of earlier platforms' Fisher
     gated: bool = True
     alpha_init: float = 0.1

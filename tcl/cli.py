@@ -249,9 +249,10 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     d.add_argument("--compress-epochs", type=int, default=20)
     d.add_argument("--min-steps", type=int, default=200,
                    help="at least this many optimizer steps per phase (more epochs on small data)")
-    d.add_argument("--ewc-lambda", type=float, default=100.0)
+    d.add_argument("--ewc-lambda", type=float, default=0.0,
+                   help="online-EWC strength (default off: it made the KB forget more, see tcl.ckd)")
     d.add_argument("--gamma", type=float, default=0.99, help="online-EWC decay")
-    d.add_argument("--keep-old", type=float, default=1.0, metavar="MU",
+    d.add_argument("--keep-old", type=float, default=3.0, metavar="MU",
                    help="weight of keeping the KB's rankings under earlier platforms' hardware (0: off)")
     d.add_argument("--no-gate", action="store_true", help="ungated distillation (ablation)")
     d.add_argument("--fresh-column", action="store_true",
