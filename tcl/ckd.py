@@ -7,7 +7,7 @@ inputs, so one KB serves every platform it has learned. For a new platform:
    (LambdaRank) while the KB is frozen; the AC reads the KB's hidden states through lateral
    adaptors whose gates alpha start small (0.1), so it can reuse what the KB knows. The AC
    starts as a copy of the KB (adaptors zeroed): measured on znver4-2c -> haswell-1c, a fresh
-   column (as published) reached held-out Top-1 0.44 where the copy fine-tunes to ~0.7, and
+   column (as published) reached held-out Top-1 0.44 where the copy reached 0.66, and
    compress can only pass on what the AC knows.
 2. compress: the KB learns the new platform from the AC and the measured labels:
        L = mean_i g_i * (z_KB(i) - z_AC(i))^2  +  beta * LambdaRank(KB, labels)  +  EWC
@@ -19,7 +19,7 @@ inputs, so one KB serves every platform it has learned. For a new platform:
    platforms apart, so the KB must keep scoring the new programs as the incoming (frozen) KB
    did under each earlier platform's descriptor h (learning without forgetting, with the old
    hardware as the "old task"; only the descriptors are kept, a few numbers per platform).
-   EWC is online: sum_k (lambda/2) F*_k (theta - theta*_k)^2 with one running Fisher
+   EWC (off by default, see CKDConfig.ewc_lambda) is online: sum_k (lambda/2) F*_k (theta - theta*_k)^2 with one running Fisher
    F* <- gamma F* + F_new / mean(F_new) (normalised per platform) and one anchor theta*.
 3. consolidate: the Fisher of the KB on the new platform's programs (squared gradients of the
    ranking loss) is folded into F*, and the anchor moves to the new KB.
