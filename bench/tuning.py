@@ -156,6 +156,7 @@ def main(argv=None):
     detail_path.write_text(json.dumps({"runs": details, "seconds_to_xgb_final": reach_s,
                                        "settings": vars(args)}, indent=1, default=str) + "\n")
     plot(curves, out.with_suffix(".png"))
+    out.with_name("tuning_partial.json").unlink(missing_ok=True)  # the full results supersede it
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
 
 

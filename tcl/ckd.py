@@ -100,6 +100,11 @@ class ActiveColumn(nn.Module):
         return self.col.head(emb, workload, hardware)
 
 
+def platform_hardware(data: ProgramData, task_ids) -> list[list[float]]:
+    """The distinct hardware descriptors of these tasks' programs (one per platform)."""
+    return np.unique(data.hardware[data.programs_of(task_ids)], axis=0).tolist()
+
+
 class OnlineEWC:
     """One running Fisher and one anchor over all platforms seen so far, and those platforms'
     hardware descriptors (what compress keeps the KB's scores under)."""
@@ -141,7 +146,7 @@ class OnlineEWC:
         self.fisher = fisher
         self.anchor = {n: p.detach().clone() for n, p in model.named_parameters()}
         self.platforms += 1
-        for h in np.unique(data.hardware[data.programs_of(task_ids)], axis=0).tolist():
+        for h in platform_hardware(data, task_ids):
             if h not in self.hardware:
                 self.hardware.append(h)
         model.zero_grad()
@@ -238,7 +243,7 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
         p.requires_grad_(True)
     opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed + 1)
-    new_hw = np.unique(data.hardware[data.programs_of(task_ids)], axis=0).tolist()
+    new_hw = platform_hardware(data, task_ids)
     old_hw = [torch.tensor(h, dtype=torch.float32) for h in ewc.hardware if h not in new_hw]
     student.train()
     for _ in range(epochs_for_steps(data, task_ids, cfg.compress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)):

@@ -1,5 +1,7 @@
 """Continual distillation: a frozen KB during progress, constant size, only new data, EWC."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -109,7 +111,7 @@ def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1,
     seen.clear()
     compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), platforms[1], [0], CFG)
     assert not seen  # same descriptor as before: nothing to keep apart
-    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CKDConfig(**{**CFG.__dict__, "keep_old": 0.0}))
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, keep_old=0.0))
     assert not seen
 
 
