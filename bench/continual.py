@@ -178,12 +178,13 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_l
         forgetting = float(np.mean(best[:-1] - final[:-1])) if n > 1 and method != "joint" else 0.0
         out[method] = {"avg_top1": float(np.mean(final)), "forgetting": forgetting, "size_mb": size,
                        "seconds": time.perf_counter() - t0, "matrix": matrix.tolist(), "platforms": names}
-        print(f"  {method:<9} avg Top-1 {out[method]['avg_top1']:.4f}  forgetting {forgetting:+.4f}  "
+        print(f"  [{' -> '.join(names)}] {method:<9} avg Top-1 {out[method]['avg_top1']:.4f}  forgetting {forgetting:+.4f}  "
               f"size {size:.3f} MB  {out[method]['seconds']:.0f} s", flush=True)
     return out, first
 
 
-def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_config, known: dict) -> dict:
+def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_config, known: dict,
+                         tag: str = "") -> dict:
     """How much of a new platform's data CKD needs: the first platform's KB learns the new one from
     RDU samples of growing size; the bar is a model trained from scratch on all of the new
     platform's training programs. Also the sampler's own model (from scratch on the same sample).
@@ -201,12 +202,12 @@ def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_co
         bar = top1(scratch, data, test_ids)
     n_all = len(data.programs_of(train_ids))
     rows = [{"fraction": 1.0, "method": "scratch", "programs": n_all, "top1": bar, "seconds": time.perf_counter() - t0}]
-    print(f"  scratch on all {n_all} training programs: Top-1 {bar:.4f}", flush=True)
+    print(f"  {tag}scratch on all {n_all} training programs: Top-1 {bar:.4f}", flush=True)
     for f in fractions:
         t0 = time.perf_counter()
         if f >= 1 and "ckd" in known:
             rows.append({"fraction": 1.0, "method": "ckd", "programs": n_all, "top1": known["ckd"], "seconds": None})
-            print(f"  ckd {known['ckd']:.4f}  (100%, {n_all} programs)", flush=True)
+            print(f"  {tag}ckd {known['ckd']:.4f}  (100%, {n_all} programs)", flush=True)
             continue
         if f < 1:
             sub, ids, sampler_model = sampled_subset(data, train_ids, f, cfg.seed, cfg.threads)
@@ -219,10 +220,38 @@ def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_co
         kb, ewc, _ = copy.deepcopy(first)
         kb, _, seconds = learn_platform(kb, ewc, sub, ids, cfg)
         rows.append({"fraction": f, "method": "ckd", "programs": n, "top1": top1(kb, data, test_ids), "seconds": seconds})
-        print("  " + "  ".join(f"{r['method']} {r['top1']:.4f}" for r in rows if r["fraction"] == f)
+        print(f"  {tag}" + "  ".join(f"{r['method']} {r['top1']:.4f}" for r in rows if r["fraction"] == f)
               + f"  ({f:.0%}, {n} programs)", flush=True)
     reach = [r["fraction"] for r in rows if r["method"] == "ckd" and r["top1"] >= bar]
     return {"scratch_all_top1": bar, "rows": rows, "ckd_fraction_to_match": min(reach) if reach else None}
+
+
+def learn_order(paths, order, args):
+    """One order of platforms: every method's matrix, then the cross-platform start on its second
+    platform. Returns (order, its name, the per-method results, the start or None)."""
+    cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
+                    min_steps=args.min_steps, ewc_lambda=args.ckd_ewc_lambda, keep_old=args.keep_old,
+                    seed=args.seed, threads=args.threads)
+    torch.set_num_threads(args.threads)
+    model_config = {"d_model": args.d_model} if args.d_model else None
+    paths = [paths[i] for i in order]
+    datas = [ProgramData(tcl.featurize(x)) for x in paths]
+    splits = [split_tasks(d.tasks, args.test_fraction, args.seed) for d in datas]
+    names = [Path(x).name for x in paths]
+    for name, (_, test_ids) in zip(names, splits):
+        if not test_ids:
+            sys.exit(f"{name}: no held-out tasks to score (its task.json has no test split; give --test-fraction)")
+    key = " -> ".join(names)
+    print(f"order {key}:", flush=True)
+    res, first = run_order(names, datas, splits, cfg, model_config, args.methods, args.ewc_lambda)
+    fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
+    start = None
+    if fractions and first is not None:
+        print(f"cross-platform start, {names[0]} -> {names[1]}:", flush=True)
+        known = {name: res[m]["matrix"][1][1] for name, m in (("scratch", "separate"), ("ckd", "ckd")) if m in res}
+        start = cross_platform_start(first, datas[1], splits[1], fractions, cfg, model_config, known,
+                                     tag=f"[{names[0]} -> {names[1]}] ")
+    return order, key, res, start
 
 
 def main(argv=None):
@@ -241,45 +270,40 @@ def main(argv=None):
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--d-model", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1, help="torch threads per order")
+    p.add_argument("--jobs", type=int, default=1, help="orders learned at once, one process each (with --both-orders)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "continual.json"))
     args = p.parse_args(argv)
     paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
     if len(paths) < 2:
         sys.exit("give two or more platforms' datasets")
-    cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
-                    min_steps=args.min_steps, ewc_lambda=args.ckd_ewc_lambda, keep_old=args.keep_old,
-                    seed=args.seed, threads=args.threads)
-    torch.set_num_threads(args.threads)
-    model_config = {"d_model": args.d_model} if args.d_model else None
-    datas = [ProgramData(tcl.featurize(x)) for x in paths]
-    splits = [split_tasks(d.tasks, args.test_fraction, args.seed) for d in datas]
-    names = [Path(x).name for x in paths]
-    for name, (_, test_ids) in zip(names, splits):
-        if not test_ids:
-            sys.exit(f"{name}: no held-out tasks to score (its task.json has no test split; give --test-fraction)")
     orders = [list(range(len(paths)))] + ([list(reversed(range(len(paths))))] if args.both_orders else [])
-    fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
     summary, details, starts = {}, {}, {}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    for order in orders:
-        key = " -> ".join(names[i] for i in order)
-        print(f"order {key}:")
-        res, first = run_order([names[i] for i in order], [datas[i] for i in order], [splits[i] for i in order],
-                               cfg, model_config, args.methods, args.ewc_lambda)
+    def record(result):
+        _, key, res, start = result
         details[key] = res
         summary[key] = {m: {k: r[k] for k in ("avg_top1", "forgetting", "size_mb")} for m, r in res.items()}
-        if fractions and first is not None:
-            second = order[1]
-            print(f"cross-platform start, {names[order[0]]} -> {names[second]}:")
-            known = {name: res[m]["matrix"][1][1] for name, m in (("scratch", "separate"), ("ckd", "ckd")) if m in res}
-            starts[key] = cross_platform_start(first, datas[second], splits[second], fractions, cfg, model_config, known)
+        if start is not None:
+            starts[key] = start
         # written after every order, so a long run keeps what it finished
         out.write_text(json.dumps(summary, indent=1) + "\n")
         out.with_name(out.stem + "_details.json").write_text(json.dumps(
             {"orders": details, "cross_platform_start": starts, "settings": vars(args)}, indent=1) + "\n")
         plot(details, starts, out.with_suffix(".png"))
+
+    if args.jobs > 1 and len(orders) > 1:
+        # one process per order (each with --threads threads); spawned, so each loads its own data
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(min(args.jobs, len(orders)), mp_context=mp.get_context("spawn")) as pool:
+            for f in as_completed([pool.submit(learn_order, paths, order, args) for order in orders]):
+                record(f.result())
+    else:
+        for order in orders:
+            record(learn_order(paths, order, args))
     print(f"-> {out}")
 
 

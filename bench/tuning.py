@@ -71,6 +71,40 @@ def run_one(case, cost_model, seed, args) -> dict:
                     measure_end_to_end=False)
 
 
+# the settings a stored run must share to be reused (the budgets only through their maximum)
+SAME_RUN = ("max_tasks", "trials_per_iter", "model")
+
+
+def model_sha256(path) -> str:
+    """Identifies the TCL model the runs used (the shipped default when none is given)."""
+    import hashlib
+
+    from tcl.runtime import default_onnx_path
+
+    return hashlib.sha256(Path(path or default_onnx_path()).read_bytes()).hexdigest()
+
+
+def stored_runs(out: Path, args) -> dict:
+    """Runs of earlier invocations with the same settings, {(case, cost model, seed): run}, from the
+    full results and the crash-recovery file, so that seeds accumulate across invocations and a run
+    that stopped resumes where it was."""
+    found = {}
+    for path in (out.with_name(out.stem + "_details.json"), out.with_name("tuning_partial.json")):
+        if not path.is_file():
+            continue
+        old = json.loads(path.read_text())
+        st = old.get("settings", {})
+        if max(st.get("budgets", [0])) != max(args.budgets) or any(st.get(k) != getattr(args, k) for k in SAME_RUN):
+            continue
+        if st.get("model_sha256", args.model_sha256) != args.model_sha256:  # (recorded since 2026-11-30)
+            continue
+        for case, models in old["runs"].items():
+            for cm, runs in models.items():
+                for r in runs:
+                    found[(case, cm, r["seed"])] = r
+    return found
+
+
 def plot(curves: dict, path):
     import matplotlib
 
@@ -102,21 +136,29 @@ def main(argv=None):
     p.add_argument("--trials-per-iter", type=int, default=16)
     p.add_argument("--model", default=None, help="TCL ONNX model (default: the one shipped in the wheel)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "tuning.json"))
+    p.add_argument("--fresh", action="store_true",
+                   help="tune every run again (default: reuse stored runs with the same settings)")
     args = p.parse_args(argv)
     args.budgets = sorted(int(b) for b in args.budgets.split(","))
+    args.model_sha256 = model_sha256(args.model)
     cases, models = args.cases.split(","), args.cost_models.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
     if "xgb" not in models:
         sys.exit("--cost-models must include xgb (the reference the trials are counted against)")
     n = max(args.budgets)
 
+    stored = {} if args.fresh else stored_runs(Path(args.out), args)
     curves, walls, details = {}, {}, {}
     for case in cases:
         curves[case], walls[case], details[case] = {}, {}, {}
         for cm in models:
             for seed in seeds:
-                print(f"{case} / {cm} / seed {seed}: tuning {args.max_tasks} tasks x {n} trials", flush=True)
-                r = run_one(case, cm, seed, args)
+                r = stored.get((case, cm, seed))
+                if r is not None:
+                    print(f"{case} / {cm} / seed {seed}: stored run reused", flush=True)
+                else:
+                    print(f"{case} / {cm} / seed {seed}: tuning {args.max_tasks} tasks x {n} trials", flush=True)
+                    r = run_one(case, cm, seed, args)
                 curves[case].setdefault(cm, []).append(weighted_curve(r, n))
                 walls[case].setdefault(cm, []).append(wall_curve(r, n))
                 details[case].setdefault(cm, []).append(
