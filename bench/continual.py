@@ -60,6 +60,7 @@ from tcl.train import (  # noqa: E402
 )
 
 METHODS = ("ckd", "distill", "ewc", "finetune", "separate", "joint")
+EXTRA_METHODS = ("joint_kb",)  # not run by default
 
 
 def top1(model, data, test_ids) -> float:
@@ -86,6 +87,22 @@ def finetune(model, data, ids, cfg: CKDConfig, ewc: OnlineEWC | None):
     return model
 
 
+class Platforms(nn.Module):
+    """One model for every platform (the KB's architecture: the hardware descriptor is its only
+    way to tell them apart); `platform` is ignored."""
+
+    def __init__(self, model_config: dict | None):
+        super().__init__()
+        self.body = build_model("mamba", **(model_config or {}))
+        self.platform = 0
+
+    def forward(self, *inputs):
+        return self.body(*inputs)
+
+    def size_mb(self) -> float:
+        return self.body.size_mb()
+
+
 class MultiHead(nn.Module):
     """A shared MambaCostModel body with one head per platform (MTL baseline)."""
 
@@ -97,7 +114,7 @@ class MultiHead(nn.Module):
 
     def forward(self, seq, lengths, workload=None, hardware=None):
         b = self.body
-        parts = [b.embedding(seq, lengths)]
+        parts = [b.film(b.embedding(seq, lengths), hardware)]
         if b.workload_proj is not None:
             parts.append(b.workload_proj(workload))
         if b.hardware_proj is not None:
@@ -108,9 +125,11 @@ class MultiHead(nn.Module):
         return sum(p.numel() for n, p in self.named_parameters() if not n.startswith("body.decoder")) * 4 / 1e6
 
 
-def joint(datas, train_ids, cfg: CKDConfig, model_config):
+def joint(datas, train_ids, cfg: CKDConfig, model_config, shared_head: bool = False):
+    """All platforms' data at once; a head per platform, or (shared_head) one model for all, the
+    most a single KB can hold."""
     _seed_everything(cfg.seed)
-    model = MultiHead(len(datas), model_config)
+    model = Platforms(model_config) if shared_head else MultiHead(len(datas), model_config)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed)
     model.train()
@@ -135,14 +154,14 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_l
     out = {}
     t0 = time.perf_counter()
     # every sequential method starts from the same first-platform KB (trained once, copied)
-    first = first_platform(datas[0], splits[0][0], cfg, model_config) if set(methods) - {"joint"} else None
+    first = first_platform(datas[0], splits[0][0], cfg, model_config) if set(methods) - {"joint", "joint_kb"} else None
     first_seconds = time.perf_counter() - t0
     for method in methods:
         t0 = time.perf_counter()
         matrix = np.full((n, n), np.nan)
         size = 0.0
-        if method == "joint":
-            model = joint(datas, [s[0] for s in splits], cfg, model_config)
+        if method in ("joint", "joint_kb"):
+            model = joint(datas, [s[0] for s in splits], cfg, model_config, shared_head=method == "joint_kb")
             for j in range(n):
                 model.platform = j
                 matrix[n - 1, j] = top1(model, datas[j], splits[j][1])
@@ -175,7 +194,7 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_l
             size = sum(m.size_mb() for m in models) if method == "separate" else kb.size_mb()
         final = matrix[n - 1]
         best = np.nanmax(matrix, axis=0)
-        forgetting = float(np.mean(best[:-1] - final[:-1])) if n > 1 and method != "joint" else 0.0
+        forgetting = float(np.mean(best[:-1] - final[:-1])) if n > 1 and not method.startswith("joint") else 0.0
         out[method] = {"avg_top1": float(np.mean(final)), "forgetting": forgetting, "size_mb": size,
                        "seconds": time.perf_counter() - t0, "matrix": matrix.tolist(), "platforms": names}
         print(f"  [{' -> '.join(names)}] {method:<9} avg Top-1 {out[method]['avg_top1']:.4f}  forgetting {forgetting:+.4f}  "
@@ -233,7 +252,7 @@ def learn_order(paths, order, args):
                     min_steps=args.min_steps, ewc_lambda=args.ckd_ewc_lambda, keep_old=args.keep_old,
                     seed=args.seed, threads=args.threads)
     torch.set_num_threads(args.threads)
-    model_config = {"d_model": args.d_model} if args.d_model else None
+    model_config = {"d_model": args.d_model, "hardware_film": args.film or None}
     paths = [paths[i] for i in order]
     datas = [ProgramData(tcl.featurize(x)) for x in paths]
     splits = [split_tasks(d.tasks, args.test_fraction, args.seed) for d in datas]
@@ -257,7 +276,8 @@ def learn_order(paths, order, args):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform, in learning order (default: datasets/*/)")
-    p.add_argument("--methods", nargs="+", default=list(METHODS))
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS,
+                   help="joint_kb (not run by default): one model for all platforms trained on all data")
     p.add_argument("--both-orders", action="store_true", help="also learn the platforms in reverse order")
     p.add_argument("--progress-epochs", type=int, default=20)
     p.add_argument("--compress-epochs", type=int, default=20)
@@ -269,6 +289,7 @@ def main(argv=None):
                    help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--d-model", type=int, default=None)
+    p.add_argument("--film", action="store_true", help="models with hardware FiLM (CostModelConfig.hardware_film)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads per order")
     p.add_argument("--jobs", type=int, default=1, help="orders learned at once, one process each (with --both-orders)")
