@@ -11,7 +11,9 @@ term; online EWC at --ckd-ewc-lambda, off by default), distill (the gated distil
 column alone: no old-hardware term, no EWC),
 ewc (fine-tuning with online EWC, no column), finetune (plain sequential fine-tuning), separate
 (a new model per platform; size grows), joint (all platforms' data at once: a shared backbone with
-one head per platform, the MTL-TLP-style upper bound that needs every dataset together).
+one head per platform, the MTL-TLP-style upper bound that needs every dataset together). Not run by
+default: joint_kb (one model for all platforms, the hardware descriptor its only way to tell them
+apart, trained on all data at once: the most a single KB of this size can hold).
 
 Cross-platform start (--fractions): the first platform's KB learns the second from RDU samples of
 5%..100% of its training programs; against a model trained from scratch on all of them (and the
@@ -114,7 +116,7 @@ class MultiHead(nn.Module):
 
     def forward(self, seq, lengths, workload=None, hardware=None):
         b = self.body
-        parts = [b.film(b.embedding(seq, lengths), hardware)]
+        parts = [b.embedding(seq, lengths)]
         if b.workload_proj is not None:
             parts.append(b.workload_proj(workload))
         if b.hardware_proj is not None:
@@ -252,7 +254,7 @@ def learn_order(paths, order, args):
                     min_steps=args.min_steps, ewc_lambda=args.ckd_ewc_lambda, keep_old=args.keep_old,
                     seed=args.seed, threads=args.threads)
     torch.set_num_threads(args.threads)
-    model_config = {"d_model": args.d_model, "hardware_film": args.film or None}
+    model_config = {"d_model": args.d_model} if args.d_model else None
     paths = [paths[i] for i in order]
     datas = [ProgramData(tcl.featurize(x)) for x in paths]
     splits = [split_tasks(d.tasks, args.test_fraction, args.seed) for d in datas]
@@ -289,7 +291,6 @@ def main(argv=None):
                    help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--d-model", type=int, default=None)
-    p.add_argument("--film", action="store_true", help="models with hardware FiLM (CostModelConfig.hardware_film)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads per order")
     p.add_argument("--jobs", type=int, default=1, help="orders learned at once, one process each (with --both-orders)")
@@ -329,33 +330,43 @@ def main(argv=None):
 
 
 def plot(details, starts, path):
+    """One row per order: each method's matrix, then the cross-platform start."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [(order, m, r) for order, res in details.items() for m, r in res.items()]
-    fig, axes = plt.subplots(1, len(rows) + len(starts), figsize=(2.6 * (len(rows) + len(starts)), 2.8), squeeze=False)
-    for ax, (order, st) in zip(axes[0][len(rows):], starts.items()):
-        for method in ("ckd", "scratch_on_sample"):
-            pts = sorted((r["fraction"], r["top1"]) for r in st["rows"] if r["method"] == method)
-            if pts:
-                ax.plot(*zip(*pts), marker="o", label=method)
-        ax.axhline(st["scratch_all_top1"], color="gray", ls="--", label="scratch, all")
-        ax.set_xscale("log")
-        ax.set_xlabel("share of new platform measured", fontsize=7)
-        ax.set_ylabel("Top-1 on new platform", fontsize=7)
-        ax.set_title(f"cross-platform start\n{order}", fontsize=7)
-        ax.legend(fontsize=6)
-    for ax, (order, m, r) in zip(axes[0], rows):
-        mat = np.array(r["matrix"], dtype=float)
-        ax.imshow(np.nan_to_num(mat, nan=0.0), vmin=0, vmax=1, cmap="viridis")
-        for (i, j), v in np.ndenumerate(mat):
-            if not np.isnan(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w")
-        ax.set_title(f"{m}\n{order}", fontsize=7)
-        ax.set_xlabel("scored on platform", fontsize=7)
-        ax.set_ylabel("after stage", fontsize=7)
+    cols = max(len(res) for res in details.values()) + bool(starts)
+    fig, axes = plt.subplots(len(details), cols, figsize=(2.6 * cols, 2.8 * len(details)), squeeze=False)
+    for row, (order, res) in zip(axes, details.items()):
+        for ax in row:
+            ax.axis("off")
+        for ax, (m, r) in zip(row, res.items()):
+            ax.axis("on")
+            mat = np.array(r["matrix"], dtype=float)
+            ax.imshow(np.nan_to_num(mat, nan=0.0), vmin=0, vmax=1, cmap="viridis")
+            for (i, j), v in np.ndenumerate(mat):
+                if not np.isnan(v):
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w")
+            ax.set_xticks(range(len(r["platforms"])), r["platforms"], fontsize=6, rotation=20)
+            ax.set_yticks(range(len(r["platforms"])), [f"stage {k + 1}" for k in range(len(r["platforms"]))], fontsize=6)
+            ax.set_title(f"{m}: avg {r['avg_top1']:.3f}", fontsize=8)
+        if order in starts:
+            ax = row[-1]
+            ax.axis("on")
+            st = starts[order]
+            for method in ("ckd", "scratch_on_sample"):
+                pts = sorted((q["fraction"], q["top1"]) for q in st["rows"] if q["method"] == method)
+                if pts:
+                    ax.plot(*zip(*pts), marker="o", label=method)
+            ax.axhline(st["scratch_all_top1"], color="gray", ls="--", label="scratch, all")
+            ax.set_xscale("log")
+            ax.set_xlabel("share of new platform measured", fontsize=7)
+            ax.set_ylabel("Top-1 on new platform", fontsize=7)
+            ax.set_title("cross-platform start", fontsize=8)
+            ax.legend(fontsize=6)
+        row[0].set_ylabel(order, fontsize=7)
+    fig.suptitle("pooled held-out Top-1 after each stage (rows) on each platform (columns)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

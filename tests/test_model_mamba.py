@@ -214,22 +214,6 @@ def test_cost_model_factored_forward():
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
 
 
-def test_hardware_film_starts_as_the_plain_model_and_scales_the_embedding():
-    plain = _model()
-    film = _model(hardware_film=True)
-    missing = film.load_state_dict(plain.state_dict(), strict=False).missing_keys
-    assert sorted(missing) == ["hardware_film.bias", "hardware_film.weight"]
-    seq, lengths, w, hw = _inputs(film)
-    assert torch.equal(film(seq, lengths, w, hw), plain(seq, lengths, w, hw))  # zero-initialised
-    with torch.no_grad():
-        film.hardware_film.weight.normal_()
-    emb = film.embedding(seq, lengths)
-    scale, shift = film.hardware_film(hw).chunk(2, dim=-1)
-    assert torch.allclose(film.film(emb, hw), emb * (1 + scale) + shift)
-    assert torch.equal(film.head(emb, w, hw), film(seq, lengths, w, hw))
-    assert torch.equal(plain.film(emb, hw), emb)
-
-
 def test_cost_model_without_descriptors():
     model = _model(workload_dim=0, hardware_dim=0)
     seq, lengths, _, _ = _inputs(model)

@@ -37,7 +37,6 @@ class CostModelConfig:
     desc_dim: int = 32           # width of each descriptor projection
     head_hidden: int = 96
     dropout: float = 0.1         # head only; MC-dropout samples it at scoring time
-    hardware_film: bool = False  # also scale and shift the pooled embedding by the hardware (FiLM)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -87,13 +86,6 @@ class MambaCostModel(nn.Module):
             if cfg.workload_dim else None
         self.hardware_proj = nn.Sequential(nn.Linear(cfg.hardware_dim, h), nn.SiLU()) \
             if cfg.hardware_dim else None
-        # FiLM: per-feature scale and shift from the hardware descriptor, zero at the start (so the
-        # model starts as without it); lets one model order programs differently per platform
-        # through a multiplicative path, where concatenation only adds a hardware term.
-        self.hardware_film = nn.Linear(cfg.hardware_dim, 2 * d) if cfg.hardware_film and cfg.hardware_dim else None
-        if self.hardware_film is not None:
-            nn.init.zeros_(self.hardware_film.weight)
-            nn.init.zeros_(self.hardware_film.bias)
         n_in = d + h * (bool(cfg.workload_dim) + bool(cfg.hardware_dim))
         self.decoder = nn.Sequential(
             nn.Dropout(cfg.dropout), nn.Linear(n_in, cfg.head_hidden), nn.SiLU(),
@@ -115,17 +107,10 @@ class MambaCostModel(nn.Module):
         """Pooled program embedding [B, d_model] (normed last hidden state, masked mean)."""
         return masked_mean(self.norm_f(self.hidden_states(seq)[-1]), lengths)
 
-    def film(self, emb: torch.Tensor, hardware: torch.Tensor | None) -> torch.Tensor:
-        """The embedding scaled and shifted by the hardware (unchanged without hardware_film)."""
-        if self.hardware_film is None:
-            return emb
-        scale, shift = self.hardware_film(hardware).chunk(2, dim=-1)
-        return emb * (1 + scale) + shift
-
     def head(self, emb: torch.Tensor, workload: torch.Tensor | None = None,
              hardware: torch.Tensor | None = None) -> torch.Tensor:
         """Score [B] from the pooled embedding and the descriptors."""
-        parts = [self.film(emb, hardware)]
+        parts = [emb]
         if self.workload_proj is not None:
             parts.append(self.workload_proj(workload))
         if self.hardware_proj is not None:
