@@ -84,17 +84,17 @@ def main(argv=None):
     import_cpu_tensor_intrin()
     groups = candidates(args.db, args.per_call)
     with tempfile.TemporaryDirectory() as tmp:
-        model_path = args.model
+        model_path, model_label = args.model, args.model
         if model_path is None:
             from tcl.runtime import DEFAULT_ONNX
 
             if DEFAULT_ONNX.is_file():
-                model_path = str(DEFAULT_ONNX)
+                model_path, model_label = str(DEFAULT_ONNX), "the shipped default"
             else:  # same architecture and size as the default: the cost is what is measured
                 from tcl.export import export_onnx
                 from tcl.train import build_model
 
-                model_path = os.path.join(tmp, "model.onnx")
+                model_path, model_label = os.path.join(tmp, "model.onnx"), "default-size fresh export"
                 export_onnx(build_model("mamba"), model_path)
         models = {
             "tcl": CostModel(model_path, adapt=False),
@@ -117,7 +117,7 @@ def main(argv=None):
                     m.predict(ctx, cs)
                 times[name].append((time.perf_counter() - t0) / n * 1e6)
     res = {f"{k}_us_per_candidate": statistics.median(v) for k, v in times.items()}
-    res.update(candidates=n, per_call=args.per_call, tasks=[Path(d).name for d in args.db], runs_us=times, model=str(args.model or "default-size fresh export"),
+    res.update(candidates=n, per_call=args.per_call, tasks=[Path(d).name for d in args.db], runs_us=times, model=model_label,
                load_average=os.getloadavg())
     print(f"{n} candidates in {len(cands)} calls of {args.per_call}, 1 thread, median of {args.repeats} "
           "(µs per candidate):")
