@@ -63,6 +63,7 @@ from tcl.train import (  # noqa: E402
 
 METHODS = ("ckd", "distill", "ewc", "finetune", "separate", "joint")
 EXTRA_METHODS = ("joint_kb",)  # not run by default
+JOINT = ("joint", "joint_kb")  # trained on every platform at once: no stages, no forgetting
 
 
 def top1(model, data, test_ids) -> float:
@@ -156,13 +157,13 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_l
     out = {}
     t0 = time.perf_counter()
     # every sequential method starts from the same first-platform KB (trained once, copied)
-    first = first_platform(datas[0], splits[0][0], cfg, model_config) if set(methods) - {"joint", "joint_kb"} else None
+    first = first_platform(datas[0], splits[0][0], cfg, model_config) if set(methods) - set(JOINT) else None
     first_seconds = time.perf_counter() - t0
     for method in methods:
         t0 = time.perf_counter()
         matrix = np.full((n, n), np.nan)
         size = 0.0
-        if method in ("joint", "joint_kb"):
+        if method in JOINT:
             model = joint(datas, [s[0] for s in splits], cfg, model_config, shared_head=method == "joint_kb")
             for j in range(n):
                 model.platform = j
@@ -196,7 +197,7 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_l
             size = sum(m.size_mb() for m in models) if method == "separate" else kb.size_mb()
         final = matrix[n - 1]
         best = np.nanmax(matrix, axis=0)
-        forgetting = float(np.mean(best[:-1] - final[:-1])) if n > 1 and not method.startswith("joint") else 0.0
+        forgetting = float(np.mean(best[:-1] - final[:-1])) if n > 1 and method not in JOINT else 0.0
         out[method] = {"avg_top1": float(np.mean(final)), "forgetting": forgetting, "size_mb": size,
                        "seconds": time.perf_counter() - t0, "matrix": matrix.tolist(), "platforms": names}
         print(f"  [{' -> '.join(names)}] {method:<9} avg Top-1 {out[method]['avg_top1']:.4f}  forgetting {forgetting:+.4f}  "

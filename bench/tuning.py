@@ -73,7 +73,7 @@ def run_one(case, cost_model, seed, args) -> dict:
 
 
 # the settings a stored run must share to be reused (the budgets only through their maximum)
-SAME_RUN = ("max_tasks", "trials_per_iter", "model")
+SAME_RUN = ("max_tasks", "trials_per_iter", "model", "model_sha256")
 
 
 def model_sha256(path) -> str:
@@ -96,8 +96,6 @@ def stored_runs(out: Path, args) -> dict:
         old = json.loads(path.read_text())
         st = old.get("settings", {})
         if max(st.get("budgets", [0])) != max(args.budgets) or any(st.get(k) != getattr(args, k) for k in SAME_RUN):
-            continue
-        if st.get("model_sha256", args.model_sha256) != args.model_sha256:  # (recorded since 2026-11-30)
             continue
         for case, models in old["runs"].items():
             for cm, runs in models.items():
