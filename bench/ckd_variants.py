@@ -1,17 +1,19 @@
 """Which parts of CKD keep the old platform and learn the new one: one platform pair, compress variants.
 
 The first platform's KB is trained once; the active column (progress) is trained once per column
-start (from the KB, or fresh as in Progress & Compress); then compress runs once per variant of
-(keep_old mu, EWC lambda, column start). Reported: pooled held-out Top-1 on both platforms after
-compress, and forgetting on the first (its Top-1 before minus after). Writes
-bench/results/ckd_variants.json. bench/continual.py runs the full method comparison; this script
-is for choosing CKD's settings.
+start (from the KB, or fresh as in Progress & Compress); then compress runs once per variant.
+A variant is a set of CKDConfig fields, `field=value` joined by commas (e.g.
+`keep_old=3,student_from_kb=false,compress_epochs=40`); variants are separated by `;`.
+Reported: pooled held-out Top-1 on both platforms after compress, and forgetting on the first
+(its Top-1 before minus after). Writes bench/results/ckd_variants.json. bench/continual.py runs
+the full method comparison; this script is for choosing CKD's settings.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import time
 from dataclasses import replace
@@ -22,10 +24,31 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
-from tcl.ckd import CKDConfig, compress, first_platform, progress  # noqa: E402
+from tcl.ckd import ActiveColumn, CKDConfig, compress, first_platform, load_kb, progress, save_kb  # noqa: E402
 from tcl.train import ProgramData, score_tasks, split_tasks  # noqa: E402
 
-DEFAULT_VARIANTS = "kb:0:0,kb:1:0,kb:3:0,kb:10:0,kb:3:1,kb:3:10,kb:3:100,fresh:0:100"
+DEFAULT_VARIANTS = "keep_old=0;keep_old=3;keep_old=3,ewc_lambda=100;column_from_kb=false,keep_old=0"
+
+
+def parse_variant(text: str) -> dict:
+    """'keep_old=3,column_from_kb=false' -> {'keep_old': 3.0, 'column_from_kb': False} (typed as CKDConfig)."""
+    types = {f.name: f.type for f in dataclasses.fields(CKDConfig)}
+    out = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        key = key.strip()
+        if key not in types:
+            raise SystemExit(f"unknown CKDConfig field {key!r}; fields: {', '.join(types)}")
+        kind = types[key] if isinstance(types[key], str) else types[key].__name__
+        if key == "old_target":
+            out[key] = value.strip()
+        elif kind == "bool":
+            out[key] = value.strip().lower() in ("1", "true", "yes")
+        elif kind == "int":
+            out[key] = int(value)
+        else:
+            out[key] = float(value)
+    return out
 
 
 def main(argv=None):
@@ -33,11 +56,13 @@ def main(argv=None):
     p.add_argument("old", nargs="?", default=str(ROOT / "datasets" / "znver4-2c"), help="first platform")
     p.add_argument("new", nargs="?", default=str(ROOT / "datasets" / "haswell-1c"), help="second platform")
     p.add_argument("--variants", default=DEFAULT_VARIANTS,
-                   help="comma-separated COLUMN:MU:LAMBDA (COLUMN kb or fresh; MU keep_old; LAMBDA ewc_lambda)")
+                   help="';'-separated variants, each comma-separated CKDConfig field=value")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "ckd_variants.json"))
+    p.add_argument("--cache", help="directory keeping the first KB and the columns between runs")
     args = p.parse_args(argv)
+    variants = [parse_variant(v) for v in args.variants.split(";")]
     torch.set_num_threads(args.threads)
     datas = [ProgramData(tcl.featurize(x)) for x in (args.old, args.new)]
     splits = [split_tasks(d.tasks, 0.2, args.seed) for d in datas]
@@ -46,28 +71,43 @@ def main(argv=None):
         return score_tasks(model, datas[k], splits[k][1])["pooled"]["top1"]
 
     cfg = CKDConfig(seed=args.seed, threads=args.threads)
-    kb, ewc, _ = first_platform(datas[0], splits[0][0], cfg)
+    cache = Path(args.cache) / f"{Path(args.old).name}-{Path(args.new).name}-s{args.seed}" if args.cache else None
+    if cache and (cache / "kb.pt").exists():
+        kb, ewc, _ = load_kb(cache / "kb.pt")
+    else:
+        kb, ewc, _ = first_platform(datas[0], splits[0][0], cfg)
+        if cache:
+            cache.mkdir(parents=True, exist_ok=True)
+            save_kb(cache / "kb.pt", kb, ewc, {})
     before = top1(kb, 0)
     result = {"old": Path(args.old).name, "new": Path(args.new).name, "seed": args.seed,
               "kb_top1_old": before, "kb_top1_new_zero_shot": top1(kb, 1), "columns": {}, "variants": []}
     print(f"KB: Top-1 {before:.4f} on {result['old']}, {result['kb_top1_new_zero_shot']:.4f} on {result['new']} (zero-shot)")
     columns = {}
-    for v in args.variants.split(","):
-        column, mu, lam = v.split(":")
+    for v in variants:
+        c = replace(cfg, **v)
+        column = "kb" if c.column_from_kb else "fresh"
         if column not in columns:
             t0 = time.perf_counter()
-            columns[column] = progress(kb, datas[1], splits[1][0], replace(cfg, column_from_kb=column == "kb"))
+            stored = cache / f"column-{column}.pt" if cache else None
+            if stored and stored.exists():
+                columns[column] = ActiveColumn(kb, c.alpha_init, c.column_from_kb)
+                columns[column].load_state_dict(torch.load(stored, weights_only=True))
+                columns[column].eval()
+            else:
+                columns[column] = progress(kb, datas[1], splits[1][0], c)
+                if stored:
+                    torch.save(columns[column].state_dict(), stored)
             result["columns"][column] = {"top1_new": top1(columns[column], 1), "seconds": time.perf_counter() - t0}
             print(f"column from {column}: Top-1 {result['columns'][column]['top1_new']:.4f} on {result['new']}", flush=True)
         t0 = time.perf_counter()
-        c = replace(cfg, keep_old=float(mu), ewc_lambda=float(lam), column_from_kb=column == "kb")
         new_kb = compress(kb, columns[column], copy.deepcopy(ewc), datas[1], splits[1][0], c)
-        row = {"column": column, "keep_old": float(mu), "ewc_lambda": float(lam), "top1_old": top1(new_kb, 0),
-               "top1_new": top1(new_kb, 1), "seconds": time.perf_counter() - t0}
+        row = {"variant": v, "top1_old": top1(new_kb, 0), "top1_new": top1(new_kb, 1),
+               "seconds": time.perf_counter() - t0}
         row["forgetting"] = before - row["top1_old"]
         row["average"] = (row["top1_old"] + row["top1_new"]) / 2
         result["variants"].append(row)
-        print(f"column {column:<5} mu {mu:>4} lambda {lam:>4}: Top-1 {row['top1_old']:.4f} old, {row['top1_new']:.4f} new, "
+        print(f"{v}: Top-1 {row['top1_old']:.4f} old, {row['top1_new']:.4f} new, "
               f"average {row['average']:.4f}, forgetting {row['forgetting']:+.4f}", flush=True)
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")  # after each variant
     print(f"-> {args.out}")

@@ -253,7 +253,7 @@ def learn_order(paths, order, args):
     platform. Returns (order, its name, the per-method results, the start or None)."""
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
                     min_steps=args.min_steps, ewc_lambda=args.ckd_ewc_lambda, keep_old=args.keep_old,
-                    seed=args.seed, threads=args.threads)
+                    hardware_lr=args.hardware_lr, seed=args.seed, threads=args.threads)
     torch.set_num_threads(args.threads)
     model_config = {"d_model": args.d_model} if args.d_model else None
     paths = [paths[i] for i in order]
@@ -288,6 +288,8 @@ def main(argv=None):
     p.add_argument("--ewc-lambda", type=float, default=100.0, help="strength of the ewc baseline's penalty")
     p.add_argument("--ckd-ewc-lambda", type=float, default=CKDConfig.ewc_lambda, help="ckd's EWC strength")
     p.add_argument("--keep-old", type=float, default=CKDConfig.keep_old, help="ckd: weight of the old-hardware ranking term")
+    p.add_argument("--hardware-lr", type=float, default=CKDConfig.hardware_lr,
+                   help="ckd: learning-rate multiplier of the hardware projection in compress")
     p.add_argument("--fractions", default="0.05,0.1,0.2,0.5,1.0",
                    help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
@@ -301,19 +303,29 @@ def main(argv=None):
     if len(paths) < 2:
         sys.exit("give two or more platforms' datasets")
     orders = [list(range(len(paths)))] + ([list(reversed(range(len(paths))))] if args.both_orders else [])
-    summary, details, starts = {}, {}, {}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    detail_path = out.with_name(out.stem + "_details.json")
+    # Methods (and orders) not run this time keep their stored results; each method's row
+    # records the settings of the run that made it.
+    stored = json.loads(detail_path.read_text()) if detail_path.is_file() else {}
+    details, starts = stored.get("orders", {}), stored.get("cross_platform_start", {})
+    method_settings = stored.get("method_settings") or {
+        m: stored["settings"] for v in details.values() for m in v if "settings" in stored}
+    for m in args.methods:
+        method_settings[m] = {**vars(args), "methods": None}
+
     def record(result):
         _, key, res, start = result
-        details[key] = res
-        summary[key] = {m: {k: r[k] for k in ("avg_top1", "forgetting", "size_mb")} for m, r in res.items()}
+        details.setdefault(key, {}).update(res)
         if start is not None:
             starts[key] = start
+        summary = {k: {m: {f: r[f] for f in ("avg_top1", "forgetting", "size_mb")} for m, r in v.items()}
+                   for k, v in details.items()}
         # written after every order, so a long run keeps what it finished
         out.write_text(json.dumps(summary, indent=1) + "\n")
-        out.with_name(out.stem + "_details.json").write_text(json.dumps(
-            {"orders": details, "cross_platform_start": starts, "settings": vars(args)}, indent=1) + "\n")
+        detail_path.write_text(json.dumps({"orders": details, "cross_platform_start": starts,
+                                           "method_settings": method_settings}, indent=1) + "\n")
         plot(details, starts, out.with_suffix(".png"))
 
     if args.jobs > 1 and len(orders) > 1:

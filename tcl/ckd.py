@@ -55,11 +55,16 @@ class CKDConfig:
     # Under Adam the penalty acts as a switch once it dominates a weight's gradient: it pins the
     # high-Fisher body and moves the change into the head, which every platform's score shares.
     ewc_lambda: float = 0.0
-    keep_old: float = 3.0  # mu, the earlier platforms' ranking term (3 beat 1 and 10 on that pair)
+    keep_old: float = 1.0  # mu, the earlier platforms' ranking term
     gamma: float = 0.99  # online-EWC decay of earlier platforms' Fisher
     gated: bool = True
     alpha_init: float = 0.1
     column_from_kb: bool = True  # the active column starts as the KB (False: fresh, as in P&C)
+    student_from_kb: bool = True  # compress starts from the KB (False: a fresh model of its shape)
+    # What the old-hardware term ranks towards: "rank" (the incoming KB's rank / n) or "quantile"
+    # (the new platform's own label values of that task, handed out in the incoming KB's order).
+    old_target: str = "rank"
+    hardware_lr: float = 10.0  # compress: learning-rate multiplier of the hardware projection
     batch_tasks: int = 8
     group_size: int = 32
     clip: float = 0.5
@@ -207,7 +212,7 @@ def progress(kb: MambaCostModel, data: ProgramData, task_ids, cfg: CKDConfig) ->
     return ac
 
 
-def _keep_old_platforms(kb, student, emb, seq, lengths, workload, gid, old_hw) -> torch.Tensor:
+def _keep_old_platforms(kb, student, emb, seq, lengths, workload, gid, old_hw, labels=None) -> torch.Tensor:
     """LambdaRank of the student's scores of these (new) programs under each earlier platform's
     descriptor against the order the incoming KB gives them there (labels: the KB's rank within
     the task scaled to (0, 1], its top program = 1), averaged over those platforms. A ranking loss,
@@ -219,7 +224,8 @@ def _keep_old_platforms(kb, student, emb, seq, lengths, workload, gid, old_hw) -
     for h in old_hw:
         hw = h.expand(len(seq), -1)
         with torch.no_grad():
-            target = _rank_labels(kb.head(kb_emb, workload, hw), gid)
+            old = kb.head(kb_emb, workload, hw)
+            target = _rank_labels(old, gid) if labels is None else _quantile_labels(old, labels, gid)
         total = total + lambda_rank_loss(student.head(emb, workload, hw), target, gid)
     return total / len(old_hw)
 
@@ -233,15 +239,28 @@ def _rank_labels(scores: torch.Tensor, gid: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _quantile_labels(scores: torch.Tensor, labels: torch.Tensor, gid: torch.Tensor) -> torch.Tensor:
+    """Within each group, the program with the k-th highest score gets the k-th highest label:
+    the order of `scores` with the value distribution of `labels`."""
+    out = torch.empty_like(scores)
+    for k in torch.unique(gid):
+        m = torch.nonzero(gid == k).squeeze(1)
+        out[m[torch.argsort(scores[m], descending=True)]] = torch.sort(labels[m], descending=True).values
+    return out
+
+
 def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: ProgramData, task_ids,
              cfg: CKDConfig) -> MambaCostModel:
     """Distils the AC into a copy of the KB (gated), with the label ranking loss and online EWC."""
     _seed_everything(cfg.seed + 1)
     kb.eval()
-    student = copy.deepcopy(kb)
+    student = copy.deepcopy(kb) if cfg.student_from_kb else MambaCostModel(kb.cfg)
     for p in student.parameters():
         p.requires_grad_(True)
-    opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
+    hw_params = list(student.hardware_proj.parameters()) if student.hardware_proj is not None else []
+    hw_ids = {id(p) for p in hw_params}
+    opt = torch.optim.Adam([{"params": [p for p in student.parameters() if id(p) not in hw_ids]},
+                            {"params": hw_params, "lr": cfg.lr * cfg.hardware_lr}], lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed + 1)
     new_hw = platform_hardware(data, task_ids)
     old_hw = [torch.tensor(h, dtype=torch.float32) for h in ewc.hardware if h not in new_hw]
@@ -258,7 +277,9 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
             distill = (g * (_standardise(s, gid) - _standardise(teacher, gid)) ** 2).mean()
             loss = distill + cfg.beta * lambda_rank_loss(s, labels, gid) + ewc.penalty(student, cfg.ewc_lambda)
             if old_hw and cfg.keep_old:
-                loss = loss + cfg.keep_old * _keep_old_platforms(kb, student, emb, seq, lengths, workload, gid, old_hw)
+                loss = loss + cfg.keep_old * _keep_old_platforms(
+                    kb, student, emb, seq, lengths, workload, gid, old_hw,
+                    labels if cfg.old_target == "quantile" else None)
             optimizer_step(opt, loss, student.parameters(), cfg.clip)
     student.eval()
     return student
