@@ -4,8 +4,9 @@ The first platform's KB is trained once; the active column (progress) is trained
 start (from the KB, or fresh as in Progress & Compress); then compress runs once per variant.
 A variant is a set of CKDConfig fields, `field=value` joined by commas (e.g.
 `keep_old=3,student_from_kb=false,compress_epochs=40`); variants are separated by `;`.
-Reported: pooled held-out Top-1 on both platforms after compress, and forgetting on the first
-(its Top-1 before minus after). Writes bench/results/ckd_variants.json. bench/continual.py runs
+Reported: pooled held-out Top-1 on both platforms after compress, forgetting on the first (its
+Top-1 before minus after), the new platform's Top-1 on its training tasks, and how differently the
+new KB ranks the new held-out programs under the new and the old descriptor (median Spearman). Writes bench/results/ckd_variants.json. bench/continual.py runs
 the full method comparison; this script is for choosing CKD's settings.
 """
 
@@ -19,6 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,15 +42,29 @@ def parse_variant(text: str) -> dict:
         if key not in types:
             raise SystemExit(f"unknown CKDConfig field {key!r}; fields: {', '.join(types)}")
         kind = types[key] if isinstance(types[key], str) else types[key].__name__
-        if key == "old_target":
-            out[key] = value.strip()
-        elif kind == "bool":
+        if kind == "bool":
             out[key] = value.strip().lower() in ("1", "true", "yes")
         elif kind == "int":
             out[key] = int(value)
         else:
             out[key] = float(value)
     return out
+
+
+@torch.no_grad()
+def descriptor_spearman(model, data: ProgramData, task_ids, old_hardware) -> float:
+    """Median over these tasks of the Spearman correlation between the model's scores of the
+    tasks' programs under their own descriptor and under the old platform's: near 1 means the
+    model ranks them alike for both platforms."""
+    idx = data.programs_of(task_ids)
+    seq, lengths, workload, hardware = data.inputs(idx)
+    own = model(seq, lengths, workload, hardware).numpy()
+    old = model(seq, lengths, workload, torch.tensor(old_hardware).expand(len(idx), -1)).numpy()
+    rank = lambda v: np.argsort(np.argsort(v))
+    task = data.task[idx]
+    rhos = [np.corrcoef(rank(own[task == t]), rank(old[task == t]))[0, 1]
+            for t in np.unique(task) if (task == t).sum() > 2]
+    return float(np.median(rhos))
 
 
 def main(argv=None):
@@ -69,6 +85,9 @@ def main(argv=None):
 
     def top1(model, k):
         return score_tasks(model, datas[k], splits[k][1])["pooled"]["top1"]
+
+    def train_top1(model, k):
+        return score_tasks(model, datas[k], splits[k][0])["pooled"]["top1"]
 
     cfg = CKDConfig(seed=args.seed, threads=args.threads)
     cache = Path(args.cache) / f"{Path(args.old).name}-{Path(args.new).name}-s{args.seed}" if args.cache else None
@@ -103,12 +122,14 @@ def main(argv=None):
         t0 = time.perf_counter()
         new_kb = compress(kb, columns[column], copy.deepcopy(ewc), datas[1], splits[1][0], c)
         row = {"variant": v, "top1_old": top1(new_kb, 0), "top1_new": top1(new_kb, 1),
-               "seconds": time.perf_counter() - t0}
+               "seconds": time.perf_counter() - t0, "top1_new_train": train_top1(new_kb, 1),
+               "descriptor_spearman": descriptor_spearman(new_kb, datas[1], splits[1][1], ewc.hardware[0])}
         row["forgetting"] = before - row["top1_old"]
         row["average"] = (row["top1_old"] + row["top1_new"]) / 2
         result["variants"].append(row)
-        print(f"{v}: Top-1 {row['top1_old']:.4f} old, {row['top1_new']:.4f} new, "
-              f"average {row['average']:.4f}, forgetting {row['forgetting']:+.4f}", flush=True)
+        print(f"{v}: Top-1 {row['top1_old']:.4f} old, {row['top1_new']:.4f} new "
+              f"({row['top1_new_train']:.4f} on its training tasks), average {row['average']:.4f}, "
+              f"forgetting {row['forgetting']:+.4f}, descriptor Spearman {row['descriptor_spearman']:.3f}", flush=True)
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")  # after each variant
     print(f"-> {args.out}")
 

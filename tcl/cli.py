@@ -252,8 +252,10 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     d.add_argument("--ewc-lambda", type=float, default=0.0,
                    help="online-EWC strength (default off: it made the KB forget more, see tcl.ckd)")
     d.add_argument("--gamma", type=float, default=0.99, help="online-EWC decay")
-    d.add_argument("--keep-old", type=float, default=3.0, metavar="MU",
+    d.add_argument("--keep-old", type=float, default=1.0, metavar="MU",
                    help="weight of keeping the KB's rankings under earlier platforms' hardware (0: off)")
+    d.add_argument("--hardware-lr", type=float, default=10.0, metavar="X",
+                   help="learning-rate multiplier of the hardware projection while compressing")
     d.add_argument("--no-gate", action="store_true", help="ungated distillation (ablation)")
     d.add_argument("--fresh-column", action="store_true",
                    help="start the active column from scratch instead of from the KB (ablation)")
@@ -365,7 +367,7 @@ def _distill(args):
 
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
                     min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, gamma=args.gamma, gated=not args.no_gate,
-                    keep_old=args.keep_old, column_from_kb=not args.fresh_column, seed=args.seed, threads=args.threads)
+                    keep_old=args.keep_old, hardware_lr=args.hardware_lr, column_from_kb=not args.fresh_column, seed=args.seed, threads=args.threads)
     data = ProgramData(featurize(args.data))
     train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
     learn, learn_ids = data, train_ids

@@ -194,3 +194,16 @@ def test_distill_cli_learns_a_platform_from_an_rdu_sample(tmp_path):
     assert ewc.platforms == 2 and last["sample"] == 0.25
     assert last["programs_learned"] == int(np.ceil(0.25 * n))  # one task: a quarter of its programs
     assert cli.main(["distill", "--kb", str(kb1), "--data", str(new), "--out", str(out), "--sample", "1.5", *args]) == 2
+
+
+def test_compress_trains_the_hardware_projection_at_its_own_rate(platforms, kb1):
+    kb, ewc, _ = kb1
+    new = other_hardware(platforms[1])
+    ac = progress(kb, new, [0], CFG)
+    frozen_hw = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=0.0))
+    for (n, p), q in zip(frozen_hw.named_parameters(), kb.parameters()):
+        assert torch.equal(p, q) == n.startswith("hardware_proj."), n  # lr 0 there, the rest learns
+    fast = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=10.0))
+    slow = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=1.0))
+    moved = lambda m: sum(float((p - q).abs().sum()) for p, q in zip(m.hardware_proj.parameters(), kb.hardware_proj.parameters()))
+    assert moved(fast) > 3 * moved(slow)
