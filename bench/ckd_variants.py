@@ -29,7 +29,7 @@ import tcl  # noqa: E402
 from tcl.ckd import ActiveColumn, CKDConfig, compress, first_platform, load_kb, progress, save_kb  # noqa: E402
 from tcl.train import ProgramData, score_tasks, split_tasks  # noqa: E402
 
-DEFAULT_VARIANTS = "keep_old=0;keep_old=3;keep_old=3,ewc_lambda=100;column_from_kb=false,keep_old=0"
+DEFAULT_VARIANTS = "keep_old=0;keep_old=1,hardware_lr=1;keep_old=1"
 
 
 def parse_variant(text: str) -> dict:
@@ -76,7 +76,8 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "ckd_variants.json"))
-    p.add_argument("--cache", help="directory keeping the first KB and the columns between runs")
+    p.add_argument("--cache", help="directory keeping the first KB and the columns between runs (keyed by the two datasets "
+                        "and the seed only: empty it after changing how they train)")
     args = p.parse_args(argv)
     variants = [parse_variant(v) for v in args.variants.split(";")]
     torch.set_num_threads(args.threads)
