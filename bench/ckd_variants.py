@@ -3,11 +3,12 @@
 The first platform's KB is trained once; the active column (progress) is trained once per column
 start (from the KB, or fresh as in Progress & Compress); then compress runs once per variant.
 A variant is a set of CKDConfig fields, `field=value` joined by commas (e.g.
-`keep_old=3,student_from_kb=false,compress_epochs=40`); variants are separated by `;`.
+`keep_old=3,column_from_kb=false,compress_epochs=40`); variants are separated by `;`.
 Reported: pooled held-out Top-1 on both platforms after compress, forgetting on the first (its
 Top-1 before minus after), the new platform's Top-1 on its training tasks, and how differently the
-new KB ranks the new held-out programs under the new and the old descriptor (median Spearman). Writes bench/results/ckd_variants.json. bench/continual.py runs
-the full method comparison; this script is for choosing CKD's settings.
+new KB ranks the new held-out programs under the new and the old descriptor (median Spearman).
+Writes bench/results/ckd_variants.json. bench/continual.py runs the full method comparison; this
+script is for choosing CKD's settings.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def parse_variant(text: str) -> dict:
         kind = types[key] if isinstance(types[key], str) else types[key].__name__
         if kind == "bool":
             out[key] = value.strip().lower() in ("1", "true", "yes")
-        elif kind == "int":
+        elif kind.startswith("int"):  # int, or int | None
             out[key] = int(value)
         else:
             out[key] = float(value)
@@ -84,11 +85,8 @@ def main(argv=None):
     datas = [ProgramData(tcl.featurize(x)) for x in (args.old, args.new)]
     splits = [split_tasks(d.tasks, 0.2, args.seed) for d in datas]
 
-    def top1(model, k):
-        return score_tasks(model, datas[k], splits[k][1])["pooled"]["top1"]
-
-    def train_top1(model, k):
-        return score_tasks(model, datas[k], splits[k][0])["pooled"]["top1"]
+    def top1(model, k, part=1):  # part 1: held-out tasks, 0: training tasks
+        return score_tasks(model, datas[k], splits[k][part])["pooled"]["top1"]
 
     cfg = CKDConfig(seed=args.seed, threads=args.threads)
     cache = Path(args.cache) / f"{Path(args.old).name}-{Path(args.new).name}-s{args.seed}" if args.cache else None
@@ -123,7 +121,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         new_kb = compress(kb, columns[column], copy.deepcopy(ewc), datas[1], splits[1][0], c)
         row = {"variant": v, "top1_old": top1(new_kb, 0), "top1_new": top1(new_kb, 1),
-               "seconds": time.perf_counter() - t0, "top1_new_train": train_top1(new_kb, 1),
+               "seconds": time.perf_counter() - t0, "top1_new_train": top1(new_kb, 1, part=0),
                "descriptor_spearman": descriptor_spearman(new_kb, datas[1], splits[1][1], ewc.hardware[0])}
         row["forgetting"] = before - row["top1_old"]
         row["average"] = (row["top1_old"] + row["top1_new"]) / 2

@@ -310,8 +310,7 @@ def main(argv=None):
     # records the settings of the run that made it.
     stored = json.loads(detail_path.read_text()) if detail_path.is_file() else {}
     details, starts = stored.get("orders", {}), stored.get("cross_platform_start", {})
-    method_settings = stored.get("method_settings") or {
-        m: stored["settings"] for v in details.values() for m in v if "settings" in stored}
+    method_settings = stored.get("method_settings", {})
     for m in args.methods:
         method_settings[m] = {**vars(args), "methods": None}
 
