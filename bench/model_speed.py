@@ -2,8 +2,8 @@
 
     python bench/model_speed.py [--feature-dim 100 --seq-len 64 --d-model 128]   (tcl importable)
 
-Exports the default MambaCostModel with torch.onnx.export (dynamo) at a fixed sequence length and a
-dynamic batch, runs it in onnxruntime with one thread, checks it against torch (max abs diff) and
+Exports the default MambaCostModel with torch.onnx.export (dynamo; dynamic batch and sequence
+length), runs it in onnxruntime with one thread, checks it against torch (max abs diff) and
 times both per candidate. Prints a table; writes bench/results/model_speed.json.
 """
 

@@ -266,8 +266,8 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     x = sub.add_parser(
         "export",
         help="a trained cost model to ONNX for scoring without torch (tcl.runtime)",
-        description="Export a checkpoint from `tcl train` to ONNX at the fixed sequence length "
-        "(sequences are padded at the end) with a dynamic batch, the feature spec version, the "
+        description="Export a checkpoint from `tcl train` to ONNX with a dynamic batch and sequence "
+        "length (sequences padded at the end, 2 to seq_len steps), the feature spec version, the "
         "model config and the platform in its metadata, and no stack-trace metadata.",
     )
     x.add_argument("model", help="checkpoint from `tcl train`")

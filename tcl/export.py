@@ -1,6 +1,7 @@
-"""The cost model to ONNX: fixed sequence length (sequences are padded at the end), dynamic batch,
-TCL metadata (FeatureSpec version, model config, platform and its hardware vector), no stack-trace
-metadata. Needs torch and onnx (`pip install 'tcl-tune[export]'`)."""
+"""The cost model to ONNX: dynamic batch, sequences of 2 to seq_len steps padded at the end (a batch
+may be cut to its longest sequence: the scan is causal, so the scores do not change), TCL metadata
+(FeatureSpec version, model config, platform and its hardware vector), no stack-trace metadata.
+Needs torch and onnx (`pip install 'tcl-tune[export]'`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .features import SPEC
 from .hardware import hardware_vector
 
 INPUT_NAMES = ("seq", "lengths", "workload", "hardware")
+EXPORT_BATCH = 61  # traced batch size: prime and unlike any model width, so _free_batch can check it
 META_PREFIX = "tcl."
 
 
@@ -40,14 +42,24 @@ def export_onnx(model, path, platform: dict | None = None, extra: dict | None = 
 
     cfg = model.cfg
     model = model.eval()
-    batch = torch.export.Dim("batch", min=1)
+    # The sequence length is dynamic. A model with a Mamba scan (one Scan node) is traced at a fixed
+    # batch size made dynamic afterwards (_free_batch): torch 2.13 fails to decompose a scan whose
+    # body sees a symbolic batch size.
+    from .model.mamba import Mamba
+
+    has_scan = any(isinstance(m, Mamba) for m in model.modules())
+    length = torch.export.Dim("length", min=2, max=cfg.seq_len)
+    batch = None if has_scan else torch.export.Dim("batch", min=1)
+    dims = {n: {0: batch} if batch else {} for n in INPUT_NAMES}
+    dims["seq"][1] = length
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the exporter's deprecation chatter
-        prog = torch.onnx.export(model, example_inputs(cfg), input_names=list(INPUT_NAMES),
-                                 output_names=["score"], dynamo=True,
-                                 dynamic_shapes={n: {0: batch} for n in INPUT_NAMES})
+        prog = torch.onnx.export(model, example_inputs(cfg, batch=EXPORT_BATCH), input_names=list(INPUT_NAMES),
+                                 output_names=["score"], dynamo=True, dynamic_shapes=dims)
     proto = prog.model_proto
     _compact(proto.graph)
+    if has_scan:
+        _free_batch(proto.graph)
     del proto.metadata_props[:]
     meta = {
         "spec_version": SPEC.version,
@@ -66,7 +78,7 @@ def export_onnx(model, path, platform: dict | None = None, extra: dict | None = 
 def _compact(graph):
     """Drops what scoring does not need: dynamo's stack traces on every node (~280 KB), the
     intermediate shape annotations (onnxruntime infers them) and the long generated names of the
-    unrolled scan's ~1,100 nodes and their intermediate values (renamed v0, v1, ...)."""
+    nodes and their intermediate values (renamed v0, v1, ...)."""
     del graph.value_info[:]
     keep = {v.name for v in graph.input} | {v.name for v in graph.output} | {t.name for t in graph.initializer}
     short: dict[str, str] = {}
@@ -81,6 +93,35 @@ def _compact(graph):
         node.name, node.doc_string = "", ""
         node.input[:] = [rename(n) for n in node.input]
         node.output[:] = [rename(n) for n in node.output]
+
+
+def _free_batch(graph):
+    """Makes dimension 0 (the batch) of the graph's and the Scan body's inputs and outputs symbolic.
+
+    Sound only when nothing else in the graph fixed the traced batch size: no integer constant
+    (a shape for Reshape/Expand) may hold EXPORT_BATCH, which is checked here; the parity tests
+    then score batches of other sizes against torch."""
+    from onnx import numpy_helper
+
+    def ints(t):
+        return numpy_helper.to_array(t).ravel().tolist() if t.data_type == 7 else []  # int64
+
+    def check(g):
+        consts = list(g.initializer) + [a.t for n in g.node for a in n.attribute if a.name == "value"]
+        if any(EXPORT_BATCH in ints(t) for t in consts):
+            raise RuntimeError("the exported graph fixes the batch size (an integer constant holds it); "
+                               "it cannot take other batch sizes")
+        del g.value_info[:]
+        for v in list(g.input) + list(g.output):
+            dims = v.type.tensor_type.shape.dim
+            if len(dims) and dims[0].dim_value == EXPORT_BATCH:
+                dims[0].dim_param = "batch"
+        for n in g.node:
+            for a in n.attribute:
+                if a.name == "body":
+                    check(a.g)
+
+    check(graph)
 
 
 def read_metadata(path) -> dict:

@@ -1,7 +1,9 @@
 """Scoring an exported cost model with onnxruntime: numpy + onnxruntime only, no torch.
 
 One thread by default: inside TVM's search the builder and runner processes share the cores, and
-extra scoring threads slow everything down. Inputs are scored in chunks to bound memory.
+extra scoring threads slow everything down. Programs are scored in chunks of similar length (sorted
+by length), each cut to its longest sequence: the scan's work follows the length, and chunks of 64
+keep the scan's state in cache.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def default_onnx_path() -> Path:
 class Scorer:
     """score(seq, length, workload[, hardware]) -> float64 scores, higher = predicted faster."""
 
-    def __init__(self, path, threads: int = 1, chunk: int = 256):
+    def __init__(self, path, threads: int = 1, chunk: int = 64):
         try:
             import onnxruntime as ort
         except ImportError as e:
@@ -52,19 +54,25 @@ class Scorer:
         self.hardware = np.asarray(self.metadata.get("hardware") or [], np.float32)
         self.chunk = chunk
         self.input_names = [i.name for i in self.session.get_inputs()]
+        # models exported before the sequence length was dynamic take exactly seq_len steps
+        seq_dim = {i.name: i.shape for i in self.session.get_inputs()}["seq"][1]
+        self.fixed_length = seq_dim if isinstance(seq_dim, int) else None
 
     def score(self, seq, length, workload, hardware=None) -> np.ndarray:
         n = len(length)
+        length = np.asarray(length, np.int64)
         if hardware is None:
             hardware = np.broadcast_to(self.hardware, (n, len(self.hardware)))
+        order = np.argsort(length, kind="stable")
         out = np.empty(n, np.float64)
         for lo in range(0, n, self.chunk):
-            hi = min(n, lo + self.chunk)
-            feed = {"seq": np.ascontiguousarray(seq[lo:hi], np.float32),
-                    "lengths": np.asarray(length[lo:hi], np.int64),
-                    "workload": np.ascontiguousarray(workload[lo:hi], np.float32),
-                    "hardware": np.ascontiguousarray(hardware[lo:hi], np.float32)}
-            out[lo:hi] = self.session.run(None, {k: feed[k] for k in self.input_names})[0]
+            idx = order[lo:lo + self.chunk]
+            steps = self.fixed_length or min(seq.shape[1], max(2, int(length[idx].max())))
+            feed = {"seq": np.ascontiguousarray(seq[idx, :steps], np.float32),
+                    "lengths": length[idx],
+                    "workload": np.ascontiguousarray(workload[idx], np.float32),
+                    "hardware": np.ascontiguousarray(hardware[idx], np.float32)}
+            out[idx] = self.session.run(None, {k: feed[k] for k in self.input_names})[0]
         return out
 
     def score_traces(self, traces, args_info=None, hardware=None) -> np.ndarray:

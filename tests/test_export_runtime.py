@@ -31,7 +31,7 @@ def test_onnxruntime_matches_torch_on_real_features(exported_model):
     model, path, platform = exported_model
     seq, length, workload = real_features()
     hw = np.broadcast_to(hardware_vector(platform), (len(length), HARDWARE_DIM))  # as exported
-    scorer = Scorer(path, chunk=128)
+    scorer = Scorer(path)
     ours = scorer.score(seq, length, workload)  # the platform's hardware vector from metadata
     ref = torch_scores(model, seq, length, workload, hw)
     np.testing.assert_allclose(ours, ref, atol=1e-5, rtol=0)
@@ -44,8 +44,27 @@ def test_metadata_and_size(exported_model):
     meta = read_metadata(path)
     assert meta["spec_version"] == tcl.SPEC.version and meta["platform"] == platform
     assert meta["config"]["d_model"] == 128
-    # 0.351 MB of weights plus the unrolled graph, without stack traces, shapes or long names
-    assert path.stat().st_size < 420_000
+    # 0.351 MB of weights plus a graph of ~100 nodes, without stack traces, shapes or long names
+    assert path.stat().st_size < 400_000
+
+
+def test_onnx_takes_any_batch_and_length(exported_model):
+    """One Scan node over time: a raw session takes sequences cut to any length from 2 to seq_len
+    and any batch size, and scores them as torch scores the full padded sequences."""
+    import onnx
+    import onnxruntime as ort
+
+    model, path, platform = exported_model
+    assert [n.op_type for n in onnx.load(str(path)).graph.node].count("Scan") == model.cfg.n_layer
+    seq, length, workload = real_features()
+    hw = np.broadcast_to(hardware_vector(platform), (len(length), HARDWARE_DIM)).astype(np.float32)
+    ref = torch_scores(model, seq, length, workload, hw)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for steps, batch in [(seq.shape[1], 3), (2, 1), (17, 64), (40, 500)]:
+        idx = np.flatnonzero(length <= steps)[:batch]
+        feed = {"seq": np.ascontiguousarray(seq[idx, :steps]), "lengths": length[idx].astype(np.int64),
+                "workload": workload[idx], "hardware": hw[idx]}
+        np.testing.assert_allclose(sess.run(None, feed)[0], ref[idx], atol=1e-5, rtol=0)
 
 
 def test_shipped_onnx_matches_shipped_checkpoint():
