@@ -78,8 +78,8 @@ def export_onnx(model, path, platform: dict | None = None, extra: dict | None = 
 def _compact(graph):
     """Drops what scoring does not need: dynamo's stack traces on every node (~280 KB), the
     intermediate shape annotations (onnxruntime infers them) and the long generated names of the
-    nodes and their intermediate values (renamed v0, v1, ...)."""
-    del graph.value_info[:]
+    nodes and their intermediate values (renamed v0, v1, ...), in the Scan body as well. One
+    renaming for all graphs: the body reads values of the outer graph by name."""
     keep = {v.name for v in graph.input} | {v.name for v in graph.output} | {t.name for t in graph.initializer}
     short: dict[str, str] = {}
 
@@ -88,15 +88,26 @@ def _compact(graph):
             return name
         return short.setdefault(name, f"v{len(short)}")
 
-    for node in graph.node:
-        del node.metadata_props[:]
-        node.name, node.doc_string = "", ""
-        node.input[:] = [rename(n) for n in node.input]
-        node.output[:] = [rename(n) for n in node.output]
+    def compact(g, outer: bool):
+        del g.value_info[:]
+        if not outer:  # a body's formal inputs and outputs are its own names
+            for v in list(g.input) + list(g.output):
+                v.name = rename(v.name)
+        for node in g.node:
+            del node.metadata_props[:]
+            node.name, node.doc_string = "", ""
+            node.input[:] = [rename(n) for n in node.input]
+            node.output[:] = [rename(n) for n in node.output]
+            for a in node.attribute:
+                if a.name == "body":
+                    compact(a.g, False)
+
+    compact(graph, True)
 
 
 def _free_batch(graph):
-    """Makes dimension 0 (the batch) of the graph's and the Scan body's inputs and outputs symbolic.
+    """Makes dimension 0 (the batch) of the graph's and the Scan body's inputs and outputs symbolic
+    (after _compact, which dropped the intermediate shapes).
 
     Sound only when nothing else in the graph fixed the traced batch size: no integer constant
     (a shape for Reshape/Expand) may hold EXPORT_BATCH, which is checked here; the parity tests
@@ -111,7 +122,6 @@ def _free_batch(graph):
         if any(EXPORT_BATCH in ints(t) for t in consts):
             raise RuntimeError("the exported graph fixes the batch size (an integer constant holds it); "
                                "it cannot take other batch sizes")
-        del g.value_info[:]
         for v in list(g.input) + list(g.output):
             dims = v.type.tensor_type.shape.dim
             if len(dims) and dims[0].dim_value == EXPORT_BATCH:
