@@ -6,8 +6,8 @@ time with the state laid out (batch, d_state, d_inner): it runs anywhere and is 
 Under torch.export (ONNX export) the same recurrence is written with torch's scan operator, which
 becomes one ONNX Scan node: the graph then takes any sequence length, and onnxruntime ran it faster
 than the loop unrolled into the graph even at the full length (1.4x on 512 real programs, 1 thread,
-when the change was made). When the input is on CUDA
-and mamba_ssm's fused kernel imports, that kernel is used instead.
+when the change was made). When the input is on CUDA and mamba_ssm's fused kernel imports, that
+kernel is used instead.
 """
 
 from __future__ import annotations
@@ -176,5 +176,5 @@ class Mamba(nn.Module):
             tm = lambda t: t.transpose(0, 1)  # (b, L, c) <-> (L, b, c)
             scan = selective_scan_for_export if torch.compiler.is_exporting() else selective_scan
             y = tm(scan(x.permute(2, 0, 1), tm(dt), A, tm(B), tm(C), self.D, tm(z),
-                                  delta_bias=self.dt_proj.bias, delta_softplus=True))
+                        delta_bias=self.dt_proj.bias, delta_softplus=True))
         return self.out_proj(y)
