@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 from tcl.model.cost_model import CostModelConfig, MambaCostModel, masked_mean  # noqa: E402
-from tcl.model.mamba import Mamba, selective_scan, softplus  # noqa: E402
+from tcl.model.mamba import Mamba, selective_scan, selective_scan_for_export, softplus  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -147,6 +147,19 @@ def test_softplus_matches_torch():
     z = torch.zeros(1, requires_grad=True)
     softplus(z).backward()
     assert float(z.grad) == 0.5
+
+
+@pytest.mark.parametrize("L", [2, 3, 37])
+def test_export_scan_matches_the_loop(L):
+    """The scan-operator form ONNX export traces equals the reference loop (the first step outside)."""
+    g = torch.Generator().manual_seed(L)
+    b, d, n = 5, 16, 8
+    u, delta, z = (torch.randn(L, b, d, generator=g) for _ in range(3))
+    B, C = torch.randn(L, b, n, generator=g), torch.randn(L, b, n, generator=g)
+    A, D, bias = -torch.rand(d, n, generator=g) * 4, torch.randn(d, generator=g), torch.randn(d, generator=g)
+    kw = dict(D=D, z=z, delta_bias=bias, delta_softplus=True)
+    torch.testing.assert_close(selective_scan_for_export(u, delta, A, B, C, **kw),
+                               selective_scan(u, delta, A, B, C, **kw), atol=1e-5, rtol=1e-5)
 
 
 def test_padding_at_end_leaves_valid_positions_unchanged():
