@@ -82,6 +82,24 @@ def test_shipped_onnx_matches_shipped_checkpoint():
                                atol=1e-5, rtol=0)
 
 
+def test_scorer_feeds_full_sequences_to_a_fixed_length_model(exported_model, tmp_path):
+    """Models exported before the length was dynamic declare seq as [batch, seq_len, D]."""
+    import onnx
+
+    model, path, platform = exported_model
+    proto = onnx.load(str(path))
+    seq_input = next(i for i in proto.graph.input if i.name == "seq")
+    seq_input.type.tensor_type.shape.dim[1].dim_value = model.cfg.seq_len
+    fixed = tmp_path / "fixed.onnx"
+    onnx.save(proto, str(fixed))
+    scorer = Scorer(fixed)
+    assert scorer.fixed_length == model.cfg.seq_len
+    seq, length, workload = real_features()
+    hw = np.broadcast_to(hardware_vector(platform), (len(length), HARDWARE_DIM))
+    np.testing.assert_allclose(scorer.score(seq, length, workload), torch_scores(model, seq, length, workload, hw),
+                               atol=1e-5, rtol=0)
+
+
 def test_scorer_refuses_another_feature_version(exported_model, tmp_path):
     import onnx
 
