@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.ckd import ActiveColumn, CKDConfig, compress, first_platform, load_kb, progress, save_kb  # noqa: E402
+from tcl.metrics import spearman  # noqa: E402
 from tcl.train import ProgramData, score_tasks, split_tasks  # noqa: E402
 
 DEFAULT_VARIANTS = "keep_old=0;keep_old=1,hardware_lr=1;keep_old=1"
@@ -61,10 +62,8 @@ def descriptor_spearman(model, data: ProgramData, task_ids, old_hardware) -> flo
     seq, lengths, workload, hardware = data.inputs(idx)
     own = model(seq, lengths, workload, hardware).numpy()
     old = model(seq, lengths, workload, torch.tensor(old_hardware).expand(len(idx), -1)).numpy()
-    rank = lambda v: np.argsort(np.argsort(v))
     task = data.task[idx]
-    rhos = [np.corrcoef(rank(own[task == t]), rank(old[task == t]))[0, 1]
-            for t in np.unique(task) if (task == t).sum() > 2]
+    rhos = [spearman(own[task == t], old[task == t]) for t in np.unique(task) if (task == t).sum() > 2]
     return float(np.median(rhos))
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tcl.metrics import spearman
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -34,11 +36,6 @@ def latencies(dataset: Path) -> dict[str, dict[str, float]]:
         key = json.dumps(rec.trace_json, separators=(",", ":"))
         out.setdefault(task, {})[key] = rec.latency
     return out
-
-
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
-    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def compare(lat_a: dict, lat_b: dict, min_programs: int) -> dict:

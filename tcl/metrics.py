@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TaskScore", "evaluate_predictions", "pairwise_counts", "score_task", "summarize",
+__all__ = ["TaskScore", "evaluate_predictions", "pairwise_counts", "score_task", "spearman", "summarize",
            "top_k_latency"]
 
 KS = (1, 5)
@@ -29,6 +29,12 @@ def top_k_latency(latency, score, k: int) -> float:
     """Best latency among the k programs with the highest scores."""
     order = np.argsort(-np.asarray(score, np.float64), kind="stable")[:k]
     return float(np.asarray(latency, np.float64)[order].min())
+
+
+def spearman(a, b) -> float:
+    """Spearman rank correlation of two equally long vectors (ties get distinct ranks)."""
+    rank = lambda v: np.argsort(np.argsort(np.asarray(v)))
+    return float(np.corrcoef(rank(a), rank(b))[0, 1])
 
 
 def pairwise_counts(latency, score, block: int = 1024) -> tuple[float, int]:

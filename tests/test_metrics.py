@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from tcl.metrics import evaluate_predictions, pairwise_counts, score_task, summarize, top_k_latency
+from tcl.metrics import evaluate_predictions, pairwise_counts, score_task, spearman, summarize, top_k_latency
 
 # Task a: best latency 1 (program 3). Predicted order (score desc): 0, 1, 3, 2.
 A_LAT, A_SCORE = [4.0, 2.0, 8.0, 1.0], [0.9, 0.5, 0.1, 0.3]
@@ -25,6 +25,13 @@ def test_task_top_k():
     assert a.ratio(5) == 1.0  # k beyond the task: all programs
     assert top_k_latency(B_LAT, B_SCORE, 1) == 10.0  # program 1 (tie with 2, earlier wins)
     assert top_k_latency(B_LAT, [2.0, 2.0, 1.0], 1) == 10.0
+
+
+def test_spearman_hand_computed():
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # ranks (0, 1, 2, 3) vs (1, 0, 2, 3): 1 - 6 * 2 / (4 * 15) = 0.8
+    assert spearman([0.1, 0.2, 0.3, 0.4], [5, 1, 7, 9]) == pytest.approx(0.8)
 
 
 def test_task_pairwise():
