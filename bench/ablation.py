@@ -49,6 +49,11 @@ def train_one(path: str, n_layer: int, d_state: int, seed: int, args) -> dict:
             "train_seconds": seconds, "epochs": len(hist["loss"]), "best_epoch": hist["best_epoch"]}
 
 
+def grid_order(runs: dict) -> list[str]:
+    """The configurations of {key: runs} by n_layer, then d_state."""
+    return sorted(runs, key=lambda k: (runs[k][0]["n_layer"], runs[k][0]["d_state"]))
+
+
 def summarise(runs: list[dict]) -> dict:
     top1 = [r["top1"] for r in runs]
     return {"n_layer": runs[0]["n_layer"], "d_state": runs[0]["d_state"], "size_mb": runs[0]["size_mb"],
@@ -98,10 +103,9 @@ def main(argv=None):
         runs.setdefault(key(r["n_layer"], r["d_state"]), []).append(r)
         print(f"{r['n_layer']:>7}{r['d_state']:>8}{r['seed']:>5}{r['size_mb']:>9.3f}{r['top1']:>8.4f}"
               f"{r['top5']:>8.4f}{r['train_seconds']:>9.1f}", flush=True)
-        order = sorted(runs, key=lambda k: (runs[k][0]["n_layer"], runs[k][0]["d_state"]))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"dataset": settings["dataset"], "settings": settings,
-                                   "results": {k: summarise(runs[k]) for k in order}}, indent=1) + "\n")
+                                   "results": {k: summarise(runs[k]) for k in grid_order(runs)}}, indent=1) + "\n")
 
     if args.jobs > 1:
         # spawned, so each process loads its own data and sets its own torch threads
@@ -117,7 +121,7 @@ def main(argv=None):
             record(train_one(args.path, n, s, seed, args))
 
     print(f"\n{'n_layer':>7}{'d_state':>8}{'seeds':>6}{'size MB':>9}{'Top-1':>8}{'±':>7}{'Top-5':>8}{'train s':>9}")
-    for k in sorted(runs, key=lambda k: (runs[k][0]["n_layer"], runs[k][0]["d_state"])):
+    for k in grid_order(runs):
         row = summarise(runs[k])
         print(f"{row['n_layer']:>7}{row['d_state']:>8}{row['seeds']:>6}{row['size_mb']:>9.3f}{row['top1']:>8.4f}"
               f"{row['top1_std']:>7.4f}{row['top5']:>8.4f}{row['train_seconds']:>9.1f}")
