@@ -7,6 +7,13 @@
 2. Speed: the sampler's selection (kNN representativeness + greedy R+D+U) at 10k, 50k and 100k
    programs (tasks of --task-size programs, --dim-wide embeddings): C++ kernels vs the numpy reference.
 
+Runs are (platform, method, rate, seed): 10% and 100% for every seed first, then the other rates
+seed by seed (the longest runs first within each); --jobs N runs N at once, one spawned process
+each. Every finished run is written at once and a rerun with the same settings skips the runs
+already stored (--fresh starts over), so the grid (hours on two cores) can be stopped and resumed.
+The speed part runs after the accuracy runs, alone, and is kept from an earlier invocation with
+the same sizes.
+
 Prints tables, writes bench/results/sampling.json ({platform: {method: {rate: mean top1}}}),
 sampling_details.json (every run, spreads, speed) and sampling.png (Top-1 vs rate).
 """
@@ -33,36 +40,73 @@ from tcl.sampling.strategies import METHODS, normalize_per_group, per_task_budge
 from tcl.train import ProgramData, score_tasks, split_tasks, train  # noqa: E402
 
 
-def accuracy(path, methods, rates, seeds, args) -> dict:
-    data = ProgramData(tcl.featurize(path))
+_DATA: dict = {}  # per process: each platform's data is featurized once
+
+
+def platform_data(path):
+    if path not in _DATA:
+        _DATA[path] = ProgramData(tcl.featurize(path))
+    return _DATA[path]
+
+
+def run_one(path, method, rate, seed, args) -> dict:
+    """One (platform, method, rate, seed): sample (or take every training program at rate 1.0),
+    train, score pooled Top-1/Top-5 on the held-out tasks."""
+    data = platform_data(path)
     pool_ids, test_ids = split_tasks(data.tasks, args.test_fraction, 0)
     if not test_ids:
         raise SystemExit(f"{path}: no held-out tasks (give --test-fraction)")
-    out = defaultdict(dict)
-    for rate in rates:
-        for method in (["all"] if rate >= 1.0 else methods):
-            runs = []
-            for seed in seeds:
-                t0 = time.perf_counter()
-                if rate >= 1.0:
-                    model, _ = train(data, pool_ids, (), epochs=args.epochs * args.rounds, seed=seed,
-                                     threads=args.threads, progress=False)
-                else:
-                    cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
-                                         min_steps=args.min_steps, seed=seed, threads=args.threads,
-                                         embedding=args.embedding)
-                    model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
-                pooled = score_tasks(model, data, test_ids)["pooled"]
-                runs.append({"seed": seed, "top1": pooled["top1"], "top5": pooled["top5"],
-                             "seconds": time.perf_counter() - t0})
-                print(f"  {Path(path).name} {method:>16} rate {rate:<5} seed {seed}: "
-                      f"top1 {pooled['top1']:.4f} top5 {pooled['top5']:.4f}", flush=True)
-            top1 = [r["top1"] for r in runs]
-            entry = {"top1": statistics.mean(top1), "top1_std": statistics.pstdev(top1),
-                     "top5": statistics.mean(r["top5"] for r in runs), "runs": runs}
-            for m in (methods if rate >= 1.0 else [method]):  # 100% of the data is the same for every method
-                out[m][str(rate)] = entry
-    return dict(out)
+    t0 = time.perf_counter()
+    if rate >= 1.0:
+        model, _ = train(data, pool_ids, (), epochs=args.epochs * args.rounds, seed=seed,
+                         threads=args.threads, progress=False)
+    else:
+        cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
+                             min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding)
+        model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
+    pooled = score_tasks(model, data, test_ids)["pooled"]
+    return {"platform": Path(path).name, "method": method, "rate": rate, "seed": seed, "top1": pooled["top1"],
+            "top5": pooled["top5"], "seconds": time.perf_counter() - t0}
+
+
+# settings a stored run must share to be reused
+SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction")
+
+
+def stored_runs(detail_path: Path, args) -> dict:
+    """{(platform, method, rate, seed): run} of an earlier invocation with the same settings
+    (method "all" at rate 1.0: every training program, the same for every method)."""
+    if not detail_path.is_file():
+        return {}
+    old = json.loads(detail_path.read_text())
+    if any(old.get("settings", {}).get(k) != getattr(args, k) for k in SAME_RUN):
+        print(f"{detail_path} holds other settings; starting over")
+        return {}
+    found = {}
+    for platform, methods in old.get("accuracy", {}).items():
+        for method, by_rate in methods.items():
+            for rate, entry in by_rate.items():
+                for r in entry["runs"]:
+                    m = "all" if float(rate) >= 1.0 else method
+                    found[(platform, m, float(rate), r["seed"])] = {
+                        **r, "platform": platform, "method": m, "rate": float(rate)}
+    return found
+
+
+def summarise(runs: dict, methods) -> dict:
+    """{platform: {method: {rate: {top1, top1_std, top5, runs}}}} from {(platform, method, rate, seed): run}."""
+    groups = defaultdict(list)
+    for (platform, method, rate, _), r in sorted(runs.items()):
+        groups[(platform, method, rate)].append(r)
+    out: dict = {}
+    for (platform, method, rate), rs in sorted(groups.items()):
+        top1 = [r["top1"] for r in rs]
+        entry = {"top1": statistics.mean(top1), "top1_std": statistics.pstdev(top1),
+                 "top5": statistics.mean(r["top5"] for r in rs),
+                 "runs": [{k: r[k] for k in ("seed", "top1", "top5", "seconds")} for r in rs]}
+        for m in (methods if method == "all" else [method]):  # 100% of the data is the same for every method
+            out.setdefault(platform, {}).setdefault(m, {})[str(rate)] = entry
+    return out
 
 
 def speed(sizes, task_size, dim, methods=("rdu",)) -> dict:
@@ -121,30 +165,64 @@ def main(argv=None):
     p.add_argument("--speed-sizes", nargs="*", type=int, default=[10_000, 50_000, 100_000])
     p.add_argument("--task-size", type=int, default=2000)
     p.add_argument("--dim", type=int, default=128, help="embedding width (the model's d_model)")
+    p.add_argument("--jobs", type=int, default=1, help="runs at once, one process each")
+    p.add_argument("--fresh", action="store_true", help="ignore the runs stored in the details file")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "sampling.json"))
     args = p.parse_args(argv)
     paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
     if not paths:
         sys.exit("no datasets given and none under datasets/")
 
-    res = {"accuracy": {}, "load_average_before": os.getloadavg()}
-    for path in paths:
-        print(f"accuracy on {path}:")
-        res["accuracy"][Path(path).name] = accuracy(path, args.methods, args.rates, args.seeds, args)
-    if args.speed_sizes:
-        print("selection time (10% of each task, 1 call):")
-        res["speed"] = speed(args.speed_sizes, args.task_size, args.dim)
-    res["load_average_after"] = os.getloadavg()
-    res["settings"] = {k: v for k, v in vars(args).items() if k != "out"}
-    # the summary the issue asks for: {platform: {method: {rate: mean top1}}}
-    summary = {pl: {m: {r: v["top1"] for r, v in by_rate.items()} for m, by_rate in ms.items()}
-               for pl, ms in res["accuracy"].items()}
-    print(json.dumps(summary, indent=1))
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1) + "\n")
     detail_path = out.with_name(out.stem + "_details.json")
-    detail_path.write_text(json.dumps(res, indent=1) + "\n")
+    runs = {} if args.fresh else stored_runs(detail_path, args)
+    names = {Path(path).name: path for path in paths}
+    # the rates the question is about (10% against 100%) for every seed first, then seed-major,
+    # so a stopped grid has already answered it
+    todo = [(name, "all" if rate >= 1.0 else m, rate, seed) for seed in args.seeds for rate in args.rates
+            for name in names for m in (["all"] if rate >= 1.0 else args.methods)]
+    todo = sorted((t for t in todo if t not in runs), key=lambda t: (t[2] not in (0.1, 1.0), t[3], -t[2]))
+    print(f"accuracy: {len(todo)} runs to do ({len(runs)} stored), {args.jobs} at once")
+    res = {"load_average_before": os.getloadavg()}
+    stored_detail = json.loads(detail_path.read_text()) if detail_path.is_file() and not args.fresh else {}
+
+    def write():
+        res["accuracy"] = summarise(runs, args.methods)
+        res["settings"] = {k: v for k, v in vars(args).items() if k not in ("out", "fresh", "jobs")}
+        summary = {pl: {m: {r: v["top1"] for r, v in by_rate.items()} for m, by_rate in ms.items()}
+                   for pl, ms in res["accuracy"].items()}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(summary, indent=1) + "\n")
+        detail_path.write_text(json.dumps(res, indent=1) + "\n")
+        return summary
+
+    def record(r):
+        runs[(r["platform"], r["method"], r["rate"], r["seed"])] = r
+        print(f"  {r['platform']} {r['method']:>16} rate {r['rate']:<5} seed {r['seed']}: "
+              f"top1 {r['top1']:.4f} top5 {r['top5']:.4f} ({r['seconds']:.0f} s)", flush=True)
+        write()  # every finished run is kept at once
+
+    if args.jobs > 1 and todo:
+        # spawned, so each process sets its own torch threads; a process featurizes each platform once
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(run_one, names[pl], m, rate, seed, args) for pl, m, rate, seed in todo]
+            for f in as_completed(futures):
+                record(f.result())
+    else:
+        for pl, m, rate, seed in todo:
+            record(run_one(names[pl], m, rate, seed, args))
+
+    speed_settings = {"sizes": args.speed_sizes, "task_size": args.task_size, "dim": args.dim}
+    if stored_detail.get("speed") and stored_detail.get("speed_settings") == speed_settings:
+        res["speed"], res["speed_settings"] = stored_detail["speed"], speed_settings  # measured before
+    elif args.speed_sizes:
+        print("selection time (10% of each task, 1 call; nothing else running):")
+        res["speed"], res["speed_settings"] = speed(args.speed_sizes, args.task_size, args.dim), speed_settings
+    res["load_average_after"] = os.getloadavg()
+    print(json.dumps(write(), indent=1))
     plot(res["accuracy"], out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
 

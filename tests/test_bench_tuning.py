@@ -42,7 +42,16 @@ def test_stored_runs_are_reused_only_with_the_same_settings(tmp_path):
     found = tuning.stored_runs(out, _args())
     assert set(found) == {("resnet18", "tcl", 0), ("resnet18", "xgb", 1)}
     assert found[("resnet18", "tcl", 0)]["tasks"]["a"]["best_vs_trials"] == [3.0, 2.0, 1.0]
-    # a different largest budget, task count or model: nothing is reused
+    # a different largest budget or task count: nothing is reused
     assert tuning.stored_runs(out, _args(budgets=[2, 4])) == {}
     assert tuning.stored_runs(out, _args(max_tasks=2)) == {}
-    assert tuning.stored_runs(out, _args(model_sha256="m2")) == {}
+    # another TCL model: only the runs of the other cost models are reused
+    assert set(tuning.stored_runs(out, _args(model_sha256="m2"))) == {("resnet18", "xgb", 1)}
+
+
+def test_trials_to_target_per_seed_and_on_the_mean_curve():
+    tcl = [np.array([5.0, 3.0, 3.0]), np.array([4.0, 2.0, 1.0])]
+    xgb = [np.array([9.0, 4.0, 2.0]), np.array([9.0, 9.0, 2.0])]
+    # per seed: seed 0 never reaches 2.0; on the mean curves 2.0 <= (2 + 2) / 2 at trial 3
+    assert tuning.trials_to_xgb_final(tcl, xgb) == (None, 3)
+    assert tuning.trials_to_xgb_final(xgb, xgb) == (3.0, 3)

@@ -1,0 +1,43 @@
+"""bench/sampling.py's bookkeeping: stored runs are reused only with the same settings, and the
+100%-data runs (the same for every method) are summarised under every method."""
+
+import importlib.util
+import json
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("bench_sampling", ROOT / "bench" / "sampling.py")
+sampling = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sampling)
+
+SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2}
+
+
+def _run(platform, method, rate, seed, top1):
+    return {"platform": platform, "method": method, "rate": rate, "seed": seed, "top1": top1,
+            "top5": top1 + 0.1, "seconds": 1.0}
+
+
+def test_summary_spreads_full_data_over_methods_and_averages_seeds():
+    runs = {("p", "rdu", 0.1, 0): _run("p", "rdu", 0.1, 0, 0.5), ("p", "rdu", 0.1, 1): _run("p", "rdu", 0.1, 1, 0.7),
+            ("p", "all", 1.0, 0): _run("p", "all", 1.0, 0, 0.8)}
+    s = sampling.summarise(runs, ["rdu", "random"])
+    assert s["p"]["rdu"]["0.1"]["top1"] == pytest.approx(0.6)
+    assert s["p"]["rdu"]["0.1"]["top1_std"] == pytest.approx(0.1)
+    assert [r["seed"] for r in s["p"]["rdu"]["0.1"]["runs"]] == [0, 1]
+    assert s["p"]["random"]["1.0"] is s["p"]["rdu"]["1.0"]
+    assert "0.1" not in s["p"]["random"]
+
+
+def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
+    runs = {("p", "rdu", 0.1, 0): _run("p", "rdu", 0.1, 0, 0.5), ("p", "all", 1.0, 0): _run("p", "all", 1.0, 0, 0.8)}
+    path = tmp_path / "sampling_details.json"
+    path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", "random"]), "settings": SETTINGS}))
+    found = sampling.stored_runs(path, Namespace(**SETTINGS))
+    assert set(found) == set(runs)
+    assert found[("p", "all", 1.0, 0)]["top1"] == 0.8
+    assert sampling.stored_runs(path, Namespace(**{**SETTINGS, "epochs": 10})) == {}
+    assert sampling.stored_runs(tmp_path / "missing.json", Namespace(**SETTINGS)) == {}
