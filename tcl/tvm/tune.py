@@ -210,3 +210,4 @@ def plot(report: dict, path):
     fig.suptitle(f"{report['network'] or report['workload']}: cost model {report['cost_model']}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)  # tuning many runs in one process
