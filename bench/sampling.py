@@ -129,6 +129,18 @@ def speed(sizes, task_size, dim, methods=("rdu",)) -> dict:
     return out
 
 
+def print_table(results):
+    """Mean pooled Top-1 ± spread over seeds (number of seeds), a method per row, a rate per column."""
+    for platform, methods in results.items():
+        rates = sorted({r for by_rate in methods.values() for r in by_rate}, key=float)
+        print(f"\n{platform}: pooled Top-1 on the held-out tasks, mean ± spread (seeds)")
+        print(f"{'method':<18}" + "".join(f"{r:>20}" for r in rates))
+        for m, by_rate in methods.items():
+            cells = [f"{by_rate[r]['top1']:.3f} ± {by_rate[r]['top1_std']:.3f} ({len(by_rate[r]['runs'])})"
+                     if r in by_rate else "-" for r in rates]
+            print(f"{m:<18}" + "".join(f"{c:>20}" for c in cells))
+
+
 def plot(results, path):
     import matplotlib
 
@@ -167,6 +179,8 @@ def main(argv=None):
     p.add_argument("--dim", type=int, default=128, help="embedding width (the model's d_model)")
     p.add_argument("--jobs", type=int, default=1, help="runs at once, one process each")
     p.add_argument("--fresh", action="store_true", help="ignore the runs stored in the details file")
+    p.add_argument("--report-only", action="store_true",
+                   help="train nothing: summarise the stored runs (and measure the speed part)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "sampling.json"))
     args = p.parse_args(argv)
     paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
@@ -182,6 +196,8 @@ def main(argv=None):
     todo = [(name, "all" if rate >= 1.0 else m, rate, seed) for seed in args.seeds for rate in args.rates
             for name in names for m in (["all"] if rate >= 1.0 else args.methods)]
     todo = sorted((t for t in todo if t not in runs), key=lambda t: (t[2] not in (0.1, 1.0), t[3], -t[2]))
+    if args.report_only:
+        todo = []
     print(f"accuracy: {len(todo)} runs to do ({len(runs)} stored), {args.jobs} at once")
     res = {"load_average_before": os.getloadavg()}
     stored_detail = json.loads(detail_path.read_text()) if detail_path.is_file() and not args.fresh else {}
@@ -222,7 +238,8 @@ def main(argv=None):
         print("selection time (10% of each task, 1 call; nothing else running):")
         res["speed"], res["speed_settings"] = speed(args.speed_sizes, args.task_size, args.dim), speed_settings
     res["load_average_after"] = os.getloadavg()
-    print(json.dumps(write(), indent=1))
+    write()
+    print_table(res["accuracy"])
     plot(res["accuracy"], out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
 
