@@ -15,9 +15,8 @@ task's best latency, i.e. the time those tasks take in one inference. Reported p
 
 Writes bench/results/tuning.json (`{case: {cost_model: {budget: best_latency_s}},
 "trials_to_xgb_final": {case: {cost_model: trials}}, "trials_to_xgb_final_mean_curve": ...}`),
-tuning_details.json (per-task curves, wall
-times, cost-model statistics) and tuning.png (latency vs trials per case). Measure on a quiet machine:
-the runner times the programs on the same cores.
+tuning_details.json (per-task curves, wall times, cost-model statistics) and tuning.png (latency vs
+trials per case). Measure on a quiet machine: the runner times the programs on the same cores.
 """
 
 from __future__ import annotations
@@ -66,11 +65,15 @@ def first_reaching(curve: np.ndarray, target: float) -> int | None:
     return int(hit[0]) + 1 if len(hit) else None
 
 
+def seed_hits(runs: list, xgb_runs: list) -> list[int | None]:
+    """Per seed, the first trial at or below the final latency of XGB's run with the same seed."""
+    return [first_reaching(c, x[-1]) for c, x in zip(runs, xgb_runs)]
+
+
 def trials_to_xgb_final(runs: list, xgb_runs: list) -> tuple[float | None, int | None]:
-    """Trials per task to reach XGB's final latency: (mean over seeds of the first trial at or
-    below the final of XGB's run with the same seed, None if some seed never does; the first
-    trial where the mean curve over seeds is at or below the mean of XGB's finals)."""
-    hits = [first_reaching(c, x[-1]) for c, x in zip(runs, xgb_runs)]
+    """Trials per task to reach XGB's final latency: (mean of seed_hits, None if some seed never
+    does; the first trial where the mean curve over seeds is at or below the mean of XGB's finals)."""
+    hits = seed_hits(runs, xgb_runs)
     per_seed = float(np.mean(hits)) if None not in hits else None
     return per_seed, first_reaching(np.mean(runs, axis=0), float(np.mean([x[-1] for x in xgb_runs])))
 
@@ -190,7 +193,7 @@ def main(argv=None):
         reach[case], reach_mean[case], reach_s[case] = {}, {}, {}
         for cm, runs in ms_.items():
             reach[case][cm], reach_mean[case][cm] = trials_to_xgb_final(runs, ms_["xgb"])
-            hits = [first_reaching(c, x[-1]) for c, x in zip(runs, ms_["xgb"])]
+            hits = seed_hits(runs, ms_["xgb"])
             reach_s[case][cm] = (float(np.mean([w[h - 1] for w, h in zip(walls[case][cm], hits)]))
                                  if None not in hits else None)
     summary["trials_to_xgb_final"] = reach
