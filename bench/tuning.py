@@ -84,13 +84,13 @@ def run_one(case, cost_model, seed, args) -> dict:
     with tempfile.TemporaryDirectory(prefix="tcl-bench-tune-") as tmp:
         return tune(tmp, network=case, trials=max(args.budgets), cost_model=cost_model, model_path=args.model,
                     max_tasks=args.max_tasks, trials_per_iter=args.trials_per_iter, seed=seed,
-                    measure_end_to_end=False)
+                    measure_end_to_end=False, explore=args.explore)
 
 
 # the settings a stored run must share to be reused (the budgets only through their maximum);
-# the TCL model matters to TCL's runs only
+# the TCL model and its exploration weight matter to TCL's runs only
 SAME_RUN = ("max_tasks", "trials_per_iter")
-SAME_TCL_RUN = SAME_RUN + ("model", "model_sha256")
+SAME_TCL_RUN = SAME_RUN + ("model", "model_sha256", "explore")
 
 
 def model_sha256(path) -> str:
@@ -153,12 +153,18 @@ def main(argv=None):
     p.add_argument("--max-tasks", type=int, default=1, help="heaviest tasks per network")
     p.add_argument("--trials-per-iter", type=int, default=16)
     p.add_argument("--model", default=None, help="TCL ONNX model (default: the one shipped in the wheel)")
+    p.add_argument("--explore", type=float, default=None,
+                   help="TCL's exploration weight (default: tcl.tvm.cost_model.DEFAULT_EXPLORE)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "tuning.json"))
     p.add_argument("--fresh", action="store_true",
                    help="tune every run again (default: reuse stored runs with the same settings)")
     args = p.parse_args(argv)
     args.budgets = sorted(int(b) for b in args.budgets.split(","))
     args.model_sha256 = model_sha256(args.model)
+    if args.explore is None:
+        from tcl.tvm.cost_model import DEFAULT_EXPLORE
+
+        args.explore = DEFAULT_EXPLORE
     cases, models = args.cases.split(","), args.cost_models.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
     if "xgb" not in models:

@@ -294,6 +294,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     u.add_argument("--compare", nargs="*", default=[], choices=["tcl", "xgb", "mlp", "random"],
                    help="also tune with these cost models (same tasks, same budget)")
     u.add_argument("--model", default=None, help="TCL ONNX model (default: the one shipped with tcl)")
+    u.add_argument("--explore", type=float, default=None,
+                   help="weight of TCL's exploration bonus (its ridge's predictive spread: favours candidates "
+                   "unlike the ones measured so far); 0 ranks by predicted speed alone (default: 0.5)")
     u.add_argument("--mlp-data", default=None,
                    help="dataset the mlp cost model (TVM's MLPModel) is pretrained on, as TenSet-MLP is; "
                    "cached under ~/.cache/tcl (default: datasets/znver4-2c of a source checkout)")
@@ -411,7 +414,8 @@ def _tune(args):
     for kind in [args.cost_model] + [k for k in args.compare if k != args.cost_model]:
         r = tune(Path(args.out) / kind, network=args.network, workload=args.workload, trials=args.trials,
                  cost_model=kind, model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
-                 max_tasks=args.max_tasks or None, seed=args.seed, measure_end_to_end=not args.no_end_to_end, mlp_data=args.mlp_data)
+                 max_tasks=args.max_tasks or None, seed=args.seed, measure_end_to_end=not args.no_end_to_end, mlp_data=args.mlp_data,
+                 explore=args.explore)
         rows.append((kind, r))
     print(f"{'cost model':<11}{'tuning s':>9}{'weighted best ms':>18}{'network ms':>12}{'untuned ms':>12}{'PyTorch ms':>12}")
     def ms_(v):

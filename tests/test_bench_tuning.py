@@ -20,7 +20,7 @@ def _run(seed, best):
 
 
 def _args(**kw):
-    base = dict(budgets=[2, 3], max_tasks=1, trials_per_iter=16, model=None, model_sha256="m1")
+    base = dict(budgets=[2, 3], max_tasks=1, trials_per_iter=16, model=None, model_sha256="m1", explore=0.5)
     return Namespace(**{**base, **kw})
 
 
@@ -34,7 +34,8 @@ def test_weighted_curve_extends_the_last_value_and_weights():
 
 def test_stored_runs_are_reused_only_with_the_same_settings(tmp_path):
     out = tmp_path / "tuning.json"
-    settings = {"budgets": [1, 3], "max_tasks": 1, "trials_per_iter": 16, "model": None, "model_sha256": "m1"}
+    settings = {"budgets": [1, 3], "max_tasks": 1, "trials_per_iter": 16, "model": None, "model_sha256": "m1",
+                "explore": 0.5}
     (tmp_path / "tuning_details.json").write_text(json.dumps(
         {"runs": {"resnet18": {"tcl": [_run(0, [3.0, 2.0, 1.0])]}}, "settings": settings}))
     (tmp_path / "tuning_partial.json").write_text(json.dumps(
@@ -45,8 +46,9 @@ def test_stored_runs_are_reused_only_with_the_same_settings(tmp_path):
     # a different largest budget or task count: nothing is reused
     assert tuning.stored_runs(out, _args(budgets=[2, 4])) == {}
     assert tuning.stored_runs(out, _args(max_tasks=2)) == {}
-    # another TCL model: only the runs of the other cost models are reused
+    # another TCL model or exploration weight: only the runs of the other cost models are reused
     assert set(tuning.stored_runs(out, _args(model_sha256="m2"))) == {("resnet18", "xgb", 1)}
+    assert set(tuning.stored_runs(out, _args(explore=0.0))) == {("resnet18", "xgb", 1)}
 
 
 def test_trials_to_target_per_seed_and_on_the_mean_curve():

@@ -43,6 +43,25 @@ def test_tune_tir_with_tcl_cost_model(exported_model, tmp_path):
     np.testing.assert_allclose(res2.coef, res.coef)
 
 
+def test_exploration_bonus_is_the_ridge_predictive_spread():
+    """spread(x) = sqrt(x1^T (X1^T X1 + alpha I)^-1 x1), x1 = [x, 1]: small near what was measured."""
+    from tcl.tvm.cost_model import _TaskResidual
+
+    rng = np.random.default_rng(0)
+    x, secs = rng.normal(size=(40, 5)), rng.random(40) + 0.1
+    res = _TaskResidual()
+    res.add(x, secs)
+    res.fit(alpha=2.0)
+    x1 = np.hstack([x, np.ones((40, 1))])
+    a = x1.T @ x1 + 2.0 * np.eye(6)
+    np.testing.assert_allclose(res.coef, np.linalg.solve(a, x1.T @ (secs.min() / secs)))
+    query = np.vstack([x[:3], 10 * rng.normal(size=(3, 5))])
+    want = [np.sqrt(v @ np.linalg.solve(a, v)) for v in np.hstack([query, np.ones((6, 1))])]
+    got = res.spread(query)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    assert got[3:].min() > got[:3].max()  # far from every measured program: larger bonus
+
+
 def test_tcl_tune_cli_one_workload(exported_model, tmp_path, capsys):
     import json
 

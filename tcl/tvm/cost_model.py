@@ -30,6 +30,13 @@ def _pooled(seq, length) -> np.ndarray:
     return seq.sum(1) / np.maximum(length, 1)[:, None]
 
 
+DEFAULT_EXPLORE = 0.5  # ResNet-18's heaviest task, 5 seeds: see bench/tuning.py and the README
+
+
+def _standard(v: np.ndarray) -> np.ndarray:
+    return (v - v.mean()) / (v.std() + 1e-9)
+
+
 class _TaskResidual:
     """Ridge regression of measured throughput on [score, pooled features] for one task."""
 
@@ -37,6 +44,7 @@ class _TaskResidual:
         self.x: list[np.ndarray] = []
         self.secs: list[float] = []
         self.coef: np.ndarray | None = None
+        self.a_inv: np.ndarray | None = None
 
     def add(self, x: np.ndarray, secs: np.ndarray):
         self.x.extend(x)
@@ -47,10 +55,16 @@ class _TaskResidual:
         secs = np.asarray(self.secs)
         y = secs.min() / secs  # normalised throughput within the task, in (0, 1]
         x1 = np.hstack([x, np.ones((len(x), 1))])
-        self.coef = np.linalg.solve(x1.T @ x1 + alpha * np.eye(x1.shape[1]), x1.T @ y)
+        self.a_inv = np.linalg.inv(x1.T @ x1 + alpha * np.eye(x1.shape[1]))
+        self.coef = self.a_inv @ (x1.T @ y)
 
     def correct(self, x: np.ndarray) -> np.ndarray:
         return np.hstack([x, np.ones((len(x), 1))]) @ self.coef
+
+    def spread(self, x: np.ndarray) -> np.ndarray:
+        """sqrt(x^T A^-1 x): how far x lies from what was measured, in the ridge's metric."""
+        x1 = np.hstack([x, np.ones((len(x), 1))])
+        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", x1, self.a_inv, x1), 0.0))
 
 
 @derived_object
@@ -58,7 +72,7 @@ class CostModel(ms.cost_model.PyCostModel):
     """A TCL cost model (exported ONNX file) inside MetaSchedule's search."""
 
     def __init__(self, model_path=None, threads: int = 1, adapt: bool = True, min_samples: int = 16,
-                 alpha: float = 1.0, ramp: int = 128):
+                 alpha: float = 1.0, ramp: int = 128, explore: float = DEFAULT_EXPLORE):
         super().__init__()
         if model_path is None:
             from ..runtime import default_onnx_path
@@ -66,6 +80,7 @@ class CostModel(ms.cost_model.PyCostModel):
             model_path = default_onnx_path()
         self.scorer = Scorer(model_path, threads=threads)
         self.adapt, self.min_samples, self.alpha, self.ramp = adapt, min_samples, alpha, ramp
+        self.explore = explore
         self.tasks: dict[int, _TaskResidual] = {}
         self.stats = {"predict_calls": 0, "predicted": 0, "predict_seconds": 0.0,
                       "update_calls": 0, "updated": 0, "update_seconds": 0.0}
@@ -91,9 +106,9 @@ class CostModel(ms.cost_model.PyCostModel):
         if self.adapt and res is not None and res.coef is not None:
             # blend: the session's own fit gains weight as its measurements accumulate
             w = min(1.0, len(res.secs) / self.ramp)
-            z = (score - score.mean()) / (score.std() + 1e-9)
-            c = res.correct(x)
-            score = (1 - w) * z + w * (c - c.mean()) / (c.std() + 1e-9)
+            score = (1 - w) * _standard(score) + w * _standard(res.correct(x))
+            if self.explore:
+                score = score + self.explore * _standard(res.spread(x))
         self.stats["predict_calls"] += 1
         self.stats["predicted"] += len(candidates)
         self.stats["predict_seconds"] += time.perf_counter() - t0

@@ -55,13 +55,14 @@ class TimedCostModel(ms.cost_model.PyCostModel):
 DEFAULT_MLP_DATA = Path(__file__).resolve().parents[2] / "datasets" / "znver4-2c"
 
 
-def make_cost_model(kind: str, model_path=None, mlp_data=None):
-    """kind: tcl (model_path: ONNX, default the shipped model), xgb, mlp (pretrained on the dataset
-    mlp_data, default the checkout's datasets/znver4-2c) or random."""
+def make_cost_model(kind: str, model_path=None, mlp_data=None, explore: float | None = None):
+    """kind: tcl (model_path: ONNX, default the shipped model; explore: its exploration weight, default
+    tcl.tvm.cost_model.DEFAULT_EXPLORE), xgb, mlp (pretrained on the dataset mlp_data, default the
+    checkout's datasets/znver4-2c) or random."""
     if kind == "tcl":
-        from .cost_model import CostModel
+        from .cost_model import DEFAULT_EXPLORE, CostModel
 
-        return CostModel(model_path)
+        return CostModel(model_path, explore=DEFAULT_EXPLORE if explore is None else explore)
     if kind == "xgb":
         return ms.cost_model.XGBModel(extractor=ms.feature_extractor.PerStoreFeature(), num_tuning_cores=1)
     if kind == "mlp":
@@ -141,7 +142,7 @@ def end_to_end(name: str, db, target) -> dict:
 def tune(out_dir, network: str | None = None, workload: str | None = None, trials: int = 64,
          cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
          key: str | None = None, max_tasks: int | None = 4, trials_per_iter: int = 16, seed: int = 0,
-         measure_end_to_end: bool = True, mlp_data=None) -> dict:
+         measure_end_to_end: bool = True, mlp_data=None, explore: float | None = None) -> dict:
     """Tunes and writes out_dir/report.json (+ report.png); returns the report."""
     from .collect import _check_rpc, parse_target
 
@@ -157,7 +158,7 @@ def tune(out_dir, network: str | None = None, workload: str | None = None, trial
     tasks = tasks[:max_tasks] if max_tasks else tasks
     (out_dir / "db").mkdir(exist_ok=True)
     db = ms.database.JSONDatabase(work_dir=str(out_dir / "db"))
-    model = TimedCostModel(make_cost_model(cost_model, model_path, mlp_data))
+    model = TimedCostModel(make_cost_model(cost_model, model_path, mlp_data, explore))
     builder = make_builder(max_workers=2)
     runner = make_runner(repeat=3, tracker_host=tracker[0] if tracker else None,
                          tracker_port=tracker[1] if tracker else None, tracker_key=key)
