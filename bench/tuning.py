@@ -194,31 +194,37 @@ def main(argv=None):
 
     summary = {case: {cm: {str(b): float(np.mean([c[b - 1] for c in runs])) for b in args.budgets}
                       for cm, runs in ms_.items()} for case, ms_ in curves.items()}
-    reach, reach_mean, reach_s = {}, {}, {}
+    reach, reach_mean, reach_s, reach_mean_s = {}, {}, {}, {}
     for case, ms_ in curves.items():
-        reach[case], reach_mean[case], reach_s[case] = {}, {}, {}
+        reach[case], reach_mean[case], reach_s[case], reach_mean_s[case] = {}, {}, {}, {}
         for cm, runs in ms_.items():
             reach[case][cm], reach_mean[case][cm] = trials_to_xgb_final(runs, ms_["xgb"])
+            m = reach_mean[case][cm]
             hits = seed_hits(runs, ms_["xgb"])
             reach_s[case][cm] = (float(np.mean([w[h - 1] for w, h in zip(walls[case][cm], hits)]))
                                  if None not in hits else None)
+            # the mean curve's hit: the tuning seconds each seed had spent by that trial, averaged
+            reach_mean_s[case][cm] = float(np.mean([w[m - 1] for w in walls[case][cm]])) if m else None
     summary["trials_to_xgb_final"] = reach
     summary["trials_to_xgb_final_mean_curve"] = reach_mean
 
     print(f"\n{'case':<14}{'cost model':<11}" + "".join(f"{'@' + str(b):>11}" for b in args.budgets)
-          + f"{'trials to XGB final: per seed':>31}{'seconds':>9}{'mean curve':>12}")
+          + f"{'trials to XGB final: per seed':>31}{'seconds':>9}{'mean curve':>12}{'seconds':>9}")
     for case in cases:
         for cm in models:
             row = "".join(f"{summary[case][cm][str(b)] * 1e3:>9.4f}ms" for b in args.budgets)
-            t, s, m = reach[case][cm], reach_s[case][cm], reach_mean[case][cm]
+            t, m = reach[case][cm], reach_mean[case][cm]
+            s, ms_s = reach_s[case][cm], reach_mean_s[case][cm]
             print(f"{case:<14}{cm:<11}{row}{t if t is not None else 'never':>31}"
-                  f"{(f'{s:.0f}' if s is not None else '-'):>9}{m if m is not None else 'never':>12}")
+                  f"{(f'{s:.0f}' if s is not None else '-'):>9}{m if m is not None else 'never':>12}"
+                  f"{(f'{ms_s:.0f}' if ms_s is not None else '-'):>9}")
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=1) + "\n")
     detail_path = out.with_name(out.stem + "_details.json")
     detail_path.write_text(json.dumps({"runs": details, "seconds_to_xgb_final": reach_s,
+                                       "seconds_to_xgb_final_mean_curve": reach_mean_s,
                                        "settings": vars(args)}, indent=1, default=str) + "\n")
     plot(curves, out.with_suffix(".png"))
     out.with_name("tuning_partial.json").unlink(missing_ok=True)  # the full results supersede it
