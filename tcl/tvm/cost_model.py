@@ -64,7 +64,7 @@ class _TaskResidual:
     def spread(self, x: np.ndarray) -> np.ndarray:
         """sqrt(x^T A^-1 x): how far x lies from what was measured, in the ridge's metric."""
         x1 = np.hstack([x, np.ones((len(x), 1))])
-        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", x1, self.a_inv, x1), 0.0))
+        return np.sqrt(np.maximum(((x1 @ self.a_inv) * x1).sum(1), 0.0))
 
 
 @derived_object
