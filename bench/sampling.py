@@ -59,10 +59,11 @@ def run_one(path, method, rate, seed, args) -> dict:
     t0 = time.perf_counter()
     if rate >= 1.0:
         model, _ = train(data, pool_ids, (), epochs=args.epochs * args.rounds, seed=seed,
-                         threads=args.threads, progress=False)
+                         threads=args.threads, progress=False, average_last=args.average_last)
     else:
         cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
-                             min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding)
+                             min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding,
+                             average_last=args.average_last)
         model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
     pooled = score_tasks(model, data, test_ids)["pooled"]
     return {"platform": Path(path).name, "method": method, "rate": rate, "seed": seed, "top1": pooled["top1"],
@@ -70,7 +71,7 @@ def run_one(path, method, rate, seed, args) -> dict:
 
 
 # settings a stored run must share to be reused
-SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction")
+SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction", "average_last")
 
 
 def stored_runs(detail_path: Path, args) -> dict:
@@ -172,6 +173,9 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=20, help="training epochs per round")
     p.add_argument("--min-steps", type=int, default=200, help="optimizer steps per round at least")
     p.add_argument("--embedding", choices=["model", "features"], default="model")
+    p.add_argument("--average-last", type=float, default=0.5,
+                   help="every model (each round's, and the 100%% one) is the mean of its weights over this last "
+                   "fraction of its epochs (0: the last epoch's)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--speed-sizes", nargs="*", type=int, default=[10_000, 50_000, 100_000])

@@ -213,6 +213,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     budget.add_argument("--count", type=int, default=None, help="programs in total, split over tasks")
     s.add_argument("--rounds", type=int, default=3, help="the budget is spent over this many rounds")
     s.add_argument("--epochs", type=int, default=20, help="training epochs per round")
+    s.add_argument("--average-last", type=float, default=0.5,
+                   help="each round's model is the mean of its weights over this last fraction of the "
+                   "epochs (0: the last epoch's weights); steadies the ranking of each task's best programs")
     s.add_argument("--embedding", choices=["model", "features"], default="model",
                    help="what R and D measure distances on")
     s.add_argument("--measure", choices=["lookup", "tvm"], default="lookup")
@@ -334,7 +337,8 @@ def _sample(args):
     pool_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
     fraction = args.fraction if args.fraction is not None or args.count is not None else 0.1
     cfg = SamplingConfig(method=args.method, fraction=fraction, count=args.count, rounds=args.rounds,
-                         epochs=args.epochs, embedding=args.embedding, seed=args.seed, threads=args.threads)
+                         epochs=args.epochs, embedding=args.embedding, seed=args.seed, threads=args.threads,
+                         average_last=args.average_last)
     if args.measure == "tvm":
         from .tvm.oracle import TVMOracle
 

@@ -188,6 +188,27 @@ def _groups(data: ProgramData, task_ids, group_size: int, rng) -> list[np.ndarra
     return groups
 
 
+class WeightAverage:
+    """Running mean of a model's floating-point weights (kept in float64)."""
+
+    def __init__(self):
+        self.sum: dict | None = None
+        self.count = 0
+
+    def add(self, model):
+        sd = model.state_dict()
+        if self.sum is None:
+            self.sum = {k: v.detach().double().clone() for k, v in sd.items() if v.is_floating_point()}
+        else:
+            for k in self.sum:
+                self.sum[k] += sd[k].detach().double()
+        self.count += 1
+
+    def load_into(self, model):
+        sd = model.state_dict()
+        model.load_state_dict({**sd, **{k: (v / self.count).to(sd[k].dtype) for k, v in self.sum.items()}})
+
+
 def epochs_for_steps(data: ProgramData, task_ids, epochs: int, min_steps: int, group_size: int,
                      batch_tasks: int) -> int:
     """`epochs`, or more when that many epochs would make fewer than min_steps optimizer steps
@@ -201,11 +222,16 @@ def epochs_for_steps(data: ProgramData, task_ids, epochs: int, min_steps: int, g
 def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_config=None,
           epochs: int = 50, lr: float = 7e-4, weight_decay: float = 1e-6, clip: float = 0.5,
           batch_tasks: int = 8, group_size: int = 32, patience: int = 10, seed: int = 0,
-          threads: int | None = None, progress: bool = True, device: str = "cpu", min_steps: int = 0):
+          threads: int | None = None, progress: bool = True, device: str = "cpu", min_steps: int = 0,
+          average_last: float = 0.0):
     """Trains a new model on the programs of train_ids; returns (model on the CPU, history).
 
     device: where the steps run ("cuda" uses mamba_ssm's fused scan when it is installed).
     min_steps: run more epochs when `epochs` would make fewer optimizer steps (epochs_for_steps).
+    average_last: without validation tasks, the model returned is the mean of the weights at the
+        end of this last fraction of the epochs (stochastic weight averaging): the ranking of a
+        task's best programs moves from epoch to epoch and the mean sits in the middle of those
+        moves, so the result depends less on where the last epoch happened to stop.
     history: {"loss": [per epoch], "val_top1": [...], "val_pairwise": [...], "epoch_seconds": [...],
               "best_epoch": int (1-based), "best_val_top1": float | None}.
     Without validation tasks every epoch runs and the last state is kept.
@@ -222,6 +248,8 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
             "best_val_top1": None}
     best, best_state, waited = None, None, 0
     epochs = epochs_for_steps(data, train_ids, epochs, min_steps, group_size, batch_tasks)
+    average_from = epochs - max(1, round(average_last * epochs)) + 1 if average_last and not val_ids else None
+    averaged = WeightAverage()
     bar = tqdm(range(1, epochs + 1), desc=f"train {arch}", unit="epoch", disable=not progress)
     for epoch in bar:
         t0 = time.perf_counter()
@@ -251,6 +279,8 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
                 waited += 1
         else:
             hist["best_epoch"] = epoch
+        if average_from and epoch >= average_from:
+            averaged.add(model)
         hist["epoch_seconds"].append(time.perf_counter() - t0)
         bar.set_postfix(loss=f"{hist['loss'][-1]:.4f}",
                         val_top1=f"{hist['val_top1'][-1]:.4f}" if val_ids else "-")
@@ -258,6 +288,9 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
             break
     if best_state is not None:
         model.load_state_dict(best_state)
+    if averaged.count:
+        averaged.load_into(model)
+    hist["averaged_epochs"] = averaged.count
     model.cpu().eval()
     return model, hist
 

@@ -13,7 +13,8 @@ spec = importlib.util.spec_from_file_location("bench_sampling", ROOT / "bench" /
 sampling = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(sampling)
 
-SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2}
+SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2,
+            "average_last": 0.5}
 
 
 def _run(platform, method, rate, seed, top1):

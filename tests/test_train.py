@@ -101,6 +101,31 @@ def test_refit_trains_again_on_every_training_task(data, monkeypatch):
     assert not hist["refit"] and len(fit_ids) == 1 and len(runs) == 3
 
 
+def test_average_last_returns_the_mean_of_the_last_epochs_weights(data, monkeypatch):
+    """average_last=0.5 of 4 epochs: the returned weights are the mean of epochs 3 and 4's."""
+    import copy
+
+    import tcl.train as tt
+
+    states = []
+    real_add = tt.WeightAverage.add
+
+    def spy(self, model):
+        states.append(copy.deepcopy(model.state_dict()))
+        real_add(self, model)
+
+    monkeypatch.setattr(tt.WeightAverage, "add", spy)
+    model, hist = train(data, [0, 1], model_config=TINY["mamba"], epochs=4, group_size=8, average_last=0.5,
+                        progress=False, threads=1)
+    assert hist["averaged_epochs"] == len(states) == 2
+    for k, v in model.state_dict().items():
+        np.testing.assert_allclose(v.numpy(), ((states[0][k].double() + states[1][k].double()) / 2).numpy(),
+                                   rtol=1e-6, atol=1e-7)
+    _, hist = train(data, [0], [1], model_config=TINY["mamba"], epochs=2, group_size=8, average_last=0.5,
+                    progress=False, threads=1)
+    assert hist["averaged_epochs"] == 0  # with validation the best epoch is kept instead
+
+
 def test_validation_keeps_the_best_epoch(data):
     _, hist = train(data, [0], [1], model_config=TINY["mamba"], epochs=4, patience=1,
                     group_size=8, progress=False, threads=1)

@@ -51,6 +51,7 @@ class SamplingConfig:
     mc_samples: int = 16
     epochs: int = 20  # training epochs per round ...
     min_steps: int = 200  # ... but at least this many optimizer steps (small rounds have few batches)
+    average_last: float = 0.5  # each round's model: mean weights of this last fraction of its epochs
     seed: int = 0
     threads: int | None = None
     arch: str = "mamba"
@@ -126,7 +127,7 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
         ids = sorted({int(t) for t in sub.task})
         model, _ = train(sub, ids, (), arch=config.arch, model_config=config.model_config,
                          epochs=config.epochs, seed=config.seed + r, threads=config.threads,
-                         progress=progress, min_steps=config.min_steps)
+                         progress=progress, min_steps=config.min_steps, average_last=config.average_last)
         rounds.append({"round": r, "picked": int(len(picks)), "measured": int(selected.sum()),
                        "select_seconds": t_select, "train_seconds": time.perf_counter() - t1})
     order = np.concatenate(picked_order) if picked_order else np.zeros(0, np.int64)
