@@ -30,7 +30,7 @@ def _pooled(seq, length) -> np.ndarray:
     return seq.sum(1) / np.maximum(length, 1)[:, None]
 
 
-DEFAULT_EXPLORE = 0.5  # ResNet-18's heaviest task, 5 seeds: see bench/tuning.py and the README
+DEFAULT_EXPLORE = 0.5  # the one weight tried so far (bench/tuning.py, 5 seeds; README)
 
 
 def _standard(v: np.ndarray) -> np.ndarray:
