@@ -72,6 +72,8 @@ def run_one(path, method, rate, seed, args) -> dict:
 
 # settings a stored run must share to be reused
 SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction", "average_last")
+# runs stored before a setting was added ran with this value of it
+SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0}
 
 
 def stored_runs(detail_path: Path, args) -> dict:
@@ -80,7 +82,8 @@ def stored_runs(detail_path: Path, args) -> dict:
     if not detail_path.is_file():
         return {}
     old = json.loads(detail_path.read_text())
-    if any(old.get("settings", {}).get(k) != getattr(args, k) for k in SAME_RUN):
+    settings = {**SETTINGS_BEFORE_THEY_EXISTED, **old.get("settings", {})}
+    if any(settings.get(k) != getattr(args, k) for k in SAME_RUN):
         print(f"{detail_path} holds other settings; starting over")
         return {}
     found = {}
@@ -173,7 +176,7 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=20, help="training epochs per round")
     p.add_argument("--min-steps", type=int, default=200, help="optimizer steps per round at least")
     p.add_argument("--embedding", choices=["model", "features"], default="model")
-    p.add_argument("--average-last", type=float, default=0.5,
+    p.add_argument("--average-last", type=float, default=0.0,
                    help="every model (each round's, and the 100%% one) is the mean of its weights over this last "
                    "fraction of its epochs (0: the last epoch's)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")

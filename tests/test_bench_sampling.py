@@ -14,7 +14,7 @@ sampling = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(sampling)
 
 SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2,
-            "average_last": 0.5}
+            "average_last": 0.0}
 
 
 def _run(platform, method, rate, seed, top1):
@@ -42,3 +42,8 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     assert found[("p", "all", 1.0, 0)]["top1"] == 0.8
     assert sampling.stored_runs(path, Namespace(**{**SETTINGS, "epochs": 10})) == {}
     assert sampling.stored_runs(tmp_path / "missing.json", Namespace(**SETTINGS)) == {}
+    # runs stored before average_last existed ran without averaging
+    older = {k: v for k, v in SETTINGS.items() if k != "average_last"}
+    path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", "random"]), "settings": older}))
+    assert set(sampling.stored_runs(path, Namespace(**SETTINGS))) == set(runs)
+    assert sampling.stored_runs(path, Namespace(**{**SETTINGS, "average_last": 0.5})) == {}

@@ -51,7 +51,7 @@ class SamplingConfig:
     mc_samples: int = 16
     epochs: int = 20  # training epochs per round ...
     min_steps: int = 200  # ... but at least this many optimizer steps (small rounds have few batches)
-    average_last: float = 0.5  # each round's model: mean weights of this last fraction of its epochs
+    average_last: float = 0.0  # > 0: each round's model is its mean weights over this last fraction of epochs
     seed: int = 0
     threads: int | None = None
     arch: str = "mamba"
