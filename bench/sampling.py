@@ -37,7 +37,7 @@ import tcl  # noqa: E402
 from tcl.sampling import reference  # noqa: E402
 from tcl.sampling.sampler import LookupOracle, SamplingConfig, run_sampling  # noqa: E402
 from tcl.sampling.strategies import METHODS, normalize_per_group, per_task_budget, select  # noqa: E402
-from tcl.train import ProgramData, score_tasks, split_tasks, train  # noqa: E402
+from tcl.train import ProgramData, score_tasks, split_tasks, task_key, train  # noqa: E402
 
 
 _DATA: dict = {}  # per process: each platform's data is featurized once
@@ -131,6 +131,22 @@ def speed(sizes, task_size, dim, methods=("rdu",)) -> dict:
         out[str(n)] = {"cpp_seconds": cpp, "numpy_seconds": ref, "speedup": ref / cpp}
         print(f"  {n:>7} programs: C++ {cpp:7.2f} s   numpy {ref:8.2f} s   {ref / cpp:6.1f}x", flush=True)
     return out
+
+
+def pooled_shares(data, test_ids, top: int = 3) -> list[dict]:
+    """The held-out (task, network) pairs with the largest shares of the pooled Top-1's numerator
+    (occurrences x best latency, tcl.metrics): how much a run's score hangs on its first pick there."""
+    rows = []
+    for t in test_ids:
+        idx = data.programs_of([t])
+        best = float(data.cost[idx].min())
+        for net, w in (data.tasks[t].networks or {"all": 1.0}).items():
+            rows.append({"task": task_key(data.tasks[t]), "network": net, "programs": int(len(idx)),
+                         "share": float(w) * best})
+    total = sum(r["share"] for r in rows)
+    for r in rows:
+        r["share"] /= total
+    return sorted(rows, key=lambda r: -r["share"])[:top]
 
 
 def print_table(results):
@@ -245,6 +261,13 @@ def main(argv=None):
         print("selection time (10% of each task, 1 call; nothing else running):")
         res["speed"], res["speed_settings"] = speed(args.speed_sizes, args.task_size, args.dim), speed_settings
     res["load_average_after"] = os.getloadavg()
+    res["pooled_shares"] = {}
+    print("held-out (task, network) pairs with the largest shares of pooled Top-1 (occurrences x best latency):")
+    for name, path in names.items():
+        data = platform_data(path)
+        res["pooled_shares"][name] = pooled_shares(data, split_tasks(data.tasks, args.test_fraction, 0)[1])
+        print(f"  {name}: " + ", ".join(f"{r['share']:.2f} {r['network']} ({r['programs']} programs)"
+                                        for r in res["pooled_shares"][name]))
     write()
     print_table(res["accuracy"])
     plot(res["accuracy"], out.with_suffix(".png"))

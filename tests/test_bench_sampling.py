@@ -47,3 +47,21 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", "random"]), "settings": older}))
     assert set(sampling.stored_runs(path, Namespace(**SETTINGS))) == set(runs)
     assert sampling.stored_runs(path, Namespace(**{**SETTINGS, "average_last": 0.5})) == {}
+
+
+def test_pooled_shares_weigh_best_latency_by_occurrences():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    def task(name, networks):
+        return SimpleNamespace(workload=name, target="cpu", networks=networks)
+
+    tasks = [task("a", {"bert": 12}), task("b", {"resnet": 2, "other": 1}), task("c", None)]
+    data = SimpleNamespace(tasks=tasks, cost=np.array([1.0, 2.0, 4.0, 5.0, 3.0]),
+                           programs_of=lambda ids: {0: np.array([0, 1]), 1: np.array([2, 3]), 2: np.array([4])}[ids[0]])
+    # numerators: a/bert 12 * 1, b/resnet 2 * 4, b/other 1 * 4, c/all 1 * 3 -> total 27
+    shares = sampling.pooled_shares(data, [0, 1, 2], top=3)
+    assert [(r["task"], r["network"], r["programs"]) for r in shares] == [("a|cpu", "bert", 2), ("b|cpu", "resnet", 2),
+                                                                        ("b|cpu", "other", 2)]
+    assert [r["share"] for r in shares] == pytest.approx([12 / 27, 8 / 27, 4 / 27])
