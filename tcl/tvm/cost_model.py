@@ -33,6 +33,10 @@ def _pooled(seq, length) -> np.ndarray:
 DEFAULT_EXPLORE = 0.5  # the one weight tried so far (bench/tuning.py, 5 seeds; README)
 
 
+def _with_intercept(x: np.ndarray) -> np.ndarray:
+    return np.hstack([x, np.ones((len(x), 1))])
+
+
 def _standard(v: np.ndarray) -> np.ndarray:
     return (v - v.mean()) / (v.std() + 1e-9)
 
@@ -54,16 +58,16 @@ class _TaskResidual:
         x = np.asarray(self.x, np.float64)
         secs = np.asarray(self.secs)
         y = secs.min() / secs  # normalised throughput within the task, in (0, 1]
-        x1 = np.hstack([x, np.ones((len(x), 1))])
+        x1 = _with_intercept(x)
         self.a_inv = np.linalg.inv(x1.T @ x1 + alpha * np.eye(x1.shape[1]))
         self.coef = self.a_inv @ (x1.T @ y)
 
     def correct(self, x: np.ndarray) -> np.ndarray:
-        return np.hstack([x, np.ones((len(x), 1))]) @ self.coef
+        return _with_intercept(x) @ self.coef
 
     def spread(self, x: np.ndarray) -> np.ndarray:
         """sqrt(x^T A^-1 x): how far x lies from what was measured, in the ridge's metric."""
-        x1 = np.hstack([x, np.ones((len(x), 1))])
+        x1 = _with_intercept(x)
         return np.sqrt(np.maximum(((x1 @ self.a_inv) * x1).sum(1), 0.0))
 
 
