@@ -21,9 +21,12 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("TVM_NUM_THREADS", "1")  # PerStoreFeature's thread pool: 1 thread, like ours
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # its idle threads spin on 2 cores and steal the timed one
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+
+import numpy as np  # noqa: E402
 
 import tcl  # noqa: E402
 
@@ -37,6 +40,14 @@ def timed(fn, repeats):
     return times
 
 
+def fresh_output(n):
+    """Allocate a zeroed [n, L, D] float32 array and touch each 4 KiB page once: the least that
+    any featurizer returning fresh arrays of this shape pays (page faults and the kernel's zeroing),
+    before reading a byte of input."""
+    seq = np.zeros((n, tcl.SPEC.seq_len, tcl.SPEC.row_dim), np.float32)
+    seq.reshape(-1)[::1024] = 0.0
+
+
 def bench_ansor(paths, repeats):
     from reference_featurizer import reference_featurize
 
@@ -45,16 +56,19 @@ def bench_ansor(paths, repeats):
     one = timed(lambda: tcl.featurize(paths, threads=1), repeats)
     many = timed(lambda: tcl.featurize(paths), repeats)
     ref = timed(lambda: reference_featurize(paths), max(1, repeats // 3))
+    alloc = timed(lambda: fresh_output(n), repeats)
     return {
         "records": n,
         "cpp_records_per_s_1thread": n / statistics.median(one),
         "cpp_records_per_s_all_threads": n / statistics.median(many),
         "cpp_records_per_s_1thread_first_call": n / cold,
         "python_records_per_s": n / statistics.median(ref),
+        "output_allocation_records_per_s": n / statistics.median(alloc),
         "threads": os.cpu_count(),
         "seconds_1thread": one,
         "seconds_all_threads": many,
         "seconds_python": ref,
+        "seconds_output_allocation": alloc,
     }
 
 
@@ -122,7 +136,8 @@ def main(argv=None):
     for name, key in [("C++, 1 thread", "cpp_records_per_s_1thread"),
                       (f"C++, {a['threads']} threads", "cpp_records_per_s_all_threads"),
                       ("C++, 1 thread, first call", "cpp_records_per_s_1thread_first_call"),
-                      ("Python reference", "python_records_per_s")]:
+                      ("Python reference", "python_records_per_s"),
+                      ("fresh output array alone", "output_allocation_records_per_s")]:
         print(f"  {name:<28}{a[key]:>12,.0f}{a[key] / a['python_records_per_s']:>10.1f}x")
     if m is not None:
         print("MetaSchedule candidates, MeasureCandidate -> features, 1 thread (us per candidate):")

@@ -30,6 +30,7 @@ struct Chunk {
   const char* begin;
   const char* end;
   int64_t first_line;
+  size_t lines;  // lines in [begin, end), the last one counted even without its newline
   Batch batch;
   std::string error;  // first error under errors="raise"
 };
@@ -50,6 +51,16 @@ void for_each_line(const char* p, const char* end, int64_t line, F&& fn) {
   }
 }
 
+// Newlines in [p, end): memchr is vectorised, a byte loop is not.
+size_t count_newlines(const char* p, const char* end) {
+  size_t n = 0;
+  while (p < end && (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p))))) {
+    ++n;
+    ++p;
+  }
+  return n;
+}
+
 std::string where(const Source& s, int64_t line) {
   return s.path + ":" + std::to_string(line) + ": ";
 }
@@ -62,9 +73,10 @@ void cut_chunks(int src, std::string_view text, std::vector<Chunk>& out) {
     const char* stop = std::min(end, p + kChunkBytes);
     const char* nl = static_cast<const char*>(std::memchr(stop, '\n', static_cast<size_t>(end - stop)));
     const char* e = (stop == end || !nl) ? end : nl + 1;
-    Chunk c{src, p, e, line, {}, {}};
+    size_t newlines = count_newlines(p, e);
+    Chunk c{src, p, e, line, newlines + (e > p && e[-1] != '\n' ? 1 : 0), {}, {}};
     out.push_back(std::move(c));
-    line += std::count(p, e, '\n');
+    line += static_cast<int64_t>(newlines);
     p = e;
   }
 }
@@ -101,12 +113,8 @@ Featurized featurize_sources(const std::vector<Source>& sources, OnError on_erro
 
   // One zeroed buffer with a slot per line; each chunk fills its slots from the front. Untouched
   // pages are never faulted in, so slots of blank lines and failures cost nothing.
-  auto lines_in = [](const Chunk& ch) {
-    size_t n = static_cast<size_t>(std::count(ch.begin, ch.end, '\n'));
-    return n + (ch.end > ch.begin && ch.end[-1] != '\n' ? 1 : 0);
-  };
   size_t total = 0;
-  for (const Chunk& ch : chunks) total += lines_in(ch);
+  for (const Chunk& ch : chunks) total += ch.lines;
   Featurized out;
   out.seq = FloatBuffer(std::max<size_t>(total, 1) * Batch::block());
   out.workload = FloatBuffer(std::max<size_t>(total, 1) * kWorkloadDim);
@@ -129,14 +137,14 @@ Featurized featurize_sources(const std::vector<Source>& sources, OnError on_erro
   std::vector<size_t> range_slot(workers, 0);  // first slot of each range
   for (size_t r = 1; r < workers; ++r) {
     range_slot[r] = range_slot[r - 1];
-    for (size_t k = range_begin[r - 1]; k < range_begin[r]; ++k) range_slot[r] += lines_in(chunks[k]);
+    for (size_t k = range_begin[r - 1]; k < range_begin[r]; ++k) range_slot[r] += chunks[k].lines;
   }
 
   parallel_for(workers, static_cast<int>(workers), [&](size_t r) {
     size_t kept = range_slot[r];
     for (size_t k = range_begin[r]; k < range_begin[r + 1]; ++k) {
       Chunk& ch = chunks[k];
-      ch.batch.capacity = lines_in(ch);
+      ch.batch.capacity = ch.lines;
       ch.batch.seq_base = out.seq.data + kept * Batch::block();
       ch.batch.workload_base = out.workload.data + kept * kWorkloadDim;
       const Source& s = sources[static_cast<size_t>(ch.src)];

@@ -3,31 +3,35 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 namespace tcl {
 
+namespace {
+constexpr std::string_view kKindNames[] = {
+    "<unknown>",
+    // Ansor transform steps, in the order of REFERENCES.md.
+    "AN", "FU", "PR", "RE", "SP", "FSP", "FFSP", "SA", "CA", "CI", "CR", "CHR", "CHW", "RF",
+    // MetaSchedule instruction kinds registered in TVM 0.27 (InstructionKindGet accepts each).
+    "AddUnitLoop", "Annotate", "AnnotateBufferAccess", "Bind", "Blockize", "CacheIndex",
+    "CacheInplace", "CacheRead", "CacheWrite", "ComputeAt", "ComputeInline", "DecomposePadding",
+    "DecomposeReduction", "EnterPostproc", "Fuse", "FuseReductionEpilogue", "GetChildBlocks",
+    "GetConsumers", "GetLoops", "GetOutputBlocks", "GetProducers", "GetSBlock", "LoopPartition",
+    "Merge", "PadEinsum", "Parallel", "RFactor", "ReIndex", "ReadAt", "ReindexCacheRead",
+    "ReindexCacheWrite", "Reorder", "ReorderBlockIterVar", "ReverseComputeAt",
+    "ReverseComputeInline", "RollingBuffer", "SampleCategorical", "SampleComputeLocation",
+    "SamplePartitionedTile", "SamplePerfectTile", "SetScope", "Split", "StorageAlign", "Tensorize",
+    "TransformBlockLayout", "TransformLayout", "Unannotate", "Unroll", "UnsafeHideBufferAccess",
+    "UnsafeSetDType", "Vectorize", "WriteAt",
+};
+static_assert(std::size(kKindNames) == kNumKinds, "kNumKinds must match the kind vocabulary");
+}  // namespace
+
 const std::vector<std::string>& kind_names() {
-  static const std::vector<std::string> names = {
-      "<unknown>",
-      // Ansor transform steps, in the order of REFERENCES.md.
-      "AN", "FU", "PR", "RE", "SP", "FSP", "FFSP", "SA", "CA", "CI", "CR", "CHR", "CHW", "RF",
-      // MetaSchedule instruction kinds registered in TVM 0.27 (InstructionKindGet accepts each).
-      "AddUnitLoop", "Annotate", "AnnotateBufferAccess", "Bind", "Blockize", "CacheIndex",
-      "CacheInplace", "CacheRead", "CacheWrite", "ComputeAt", "ComputeInline", "DecomposePadding",
-      "DecomposeReduction", "EnterPostproc", "Fuse", "FuseReductionEpilogue", "GetChildBlocks",
-      "GetConsumers", "GetLoops", "GetOutputBlocks", "GetProducers", "GetSBlock", "LoopPartition",
-      "Merge", "PadEinsum", "Parallel", "RFactor", "ReIndex", "ReadAt", "ReindexCacheRead",
-      "ReindexCacheWrite", "Reorder", "ReorderBlockIterVar", "ReverseComputeAt",
-      "ReverseComputeInline", "RollingBuffer", "SampleCategorical", "SampleComputeLocation",
-      "SamplePartitionedTile", "SamplePerfectTile", "SetScope", "Split", "StorageAlign", "Tensorize",
-      "TransformBlockLayout", "TransformLayout", "Unannotate", "Unroll", "UnsafeHideBufferAccess",
-      "UnsafeSetDType", "Vectorize", "WriteAt",
-  };
+  static const std::vector<std::string> names(std::begin(kKindNames), std::end(kKindNames));
   return names;
 }
-
-int num_kinds() { return static_cast<int>(kind_names().size()); }
 
 int kind_index(std::string_view name) {
   static const std::unordered_map<std::string_view, int> index = [] {

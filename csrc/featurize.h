@@ -26,13 +26,17 @@ constexpr int kNumNumeric = 32;
 constexpr int kWorkloadDim = 16;
 constexpr int kNumTags = 8;
 constexpr size_t kMaxErrors = 20;  // messages kept for skipped lines
+// Size of the kind vocabulary below (a static_assert checks it): a compile-time constant so that
+// the row writer's offsets fold into the code.
+constexpr int kNumKinds = 67;
+constexpr int kRowDim = kNumKinds + kNumNumeric;
 
 // Vocabulary: 0 = unknown kind, then the 14 Ansor step codes, then every MetaSchedule instruction
 // kind registered in TVM 0.27.
 const std::vector<std::string>& kind_names();
 int kind_index(std::string_view name);  // 0 when unknown
-int num_kinds();
-inline int row_dim() { return num_kinds() + kNumNumeric; }
+constexpr int num_kinds() { return kNumKinds; }
+constexpr int row_dim() { return kRowDim; }
 
 // Small integer codes for the strings that carry meaning in a schedule (memory scopes, annotation
 // keys); other strings get 0.
@@ -56,16 +60,16 @@ inline float log_scale(double v) {
 // Builds the rows of one program into a caller-owned [kSeqLen, row_dim] block.
 class RowWriter {
  public:
-  RowWriter(float* block) : block_(block), dim_(row_dim()) {}
+  RowWriter(float* block) : block_(block) {}
   // Starts a row for a step of the given kind; rows past kSeqLen are counted, not written.
   void begin_row(int kind) {
     ++n_rows_;
-    row_ = (n_rows_ <= kSeqLen) ? block_ + static_cast<size_t>(n_rows_ - 1) * dim_ : nullptr;
+    row_ = (n_rows_ <= kSeqLen) ? block_ + static_cast<size_t>(n_rows_ - 1) * kRowDim : nullptr;
     n_num_ = 0;
     if (row_) row_[kind] = 1.0f;
   }
   void value(double v) {
-    if (row_ && n_num_ < kNumNumeric) row_[num_kinds() + n_num_] = log_scale(v);
+    if (row_ && n_num_ < kNumNumeric) row_[kNumKinds + n_num_] = log_scale(v);
     ++n_num_;
   }
   int rows() const { return n_rows_; }
@@ -74,7 +78,6 @@ class RowWriter {
  private:
   float* block_;
   float* row_ = nullptr;
-  int dim_;
   int n_rows_ = 0;
   int n_num_ = 0;
 };

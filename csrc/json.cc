@@ -17,21 +17,10 @@ void Cursor::fail(const std::string& what) const {
   throw JsonError(what + " at column " + std::to_string(offset() + 1) + ", found " + got, offset());
 }
 
-double Cursor::number() {
-  skip_ws();
+double Cursor::number_slow() {
   const char* s = p_;
   if (s < end_ && *s == '-') ++s;
   if (s >= end_ || *s < '0' || *s > '9') fail("expected a number");
-  // Fast path for plain integers (most of a schedule): exact, and what from_chars would give.
-  uint64_t v = 0;
-  const char* q = s;
-  while (q < end_ && *q >= '0' && *q <= '9' && q - s < 18) v = v * 10 + static_cast<uint64_t>(*q++ - '0');
-  if (q >= end_ || (*q != '.' && *q != 'e' && *q != 'E' && (*q < '0' || *q > '9'))) {
-    double d = static_cast<double>(v);
-    bool neg = *p_ == '-';
-    p_ = q;
-    return neg ? -d : d;
-  }
   // from_chars does not accept a leading '+' and is locale-independent: what JSON wants.
   double d = 0;
   auto res = std::from_chars(p_, end_, d);

@@ -22,7 +22,10 @@ class Cursor {
   explicit Cursor(std::string_view s) : Cursor(s.data(), s.data() + s.size()) {}
 
   void skip_ws() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+    // Any byte above ' ' ends the run: one comparison in the common case of no space.
+    while (p_ < end_ && static_cast<unsigned char>(*p_) <= ' ' &&
+           (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r'))
+      ++p_;
   }
   // Next non-space byte, or 0 at the end.
   char peek() {
@@ -54,7 +57,21 @@ class Cursor {
     return false;
   }
 
-  double number();
+  // Plain integers (most of a schedule) are read here, inline; anything else by number_slow().
+  double number() {
+    skip_ws();
+    const char* s = p_;
+    bool neg = s < end_ && *s == '-';
+    if (neg) ++s;
+    uint64_t v = 0;
+    const char* q = s;
+    while (q < end_ && *q >= '0' && *q <= '9' && q - s < 18) v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+    if (q == s || (q < end_ && (*q == '.' || *q == 'e' || *q == 'E' || (*q >= '0' && *q <= '9'))))
+      return number_slow();
+    p_ = q;
+    double d = static_cast<double>(v);
+    return neg ? -d : d;
+  }
   int64_t integer();
   bool is_number_start() {
     char c = peek();
@@ -83,6 +100,7 @@ class Cursor {
 
  private:
   void literal(const char* word);
+  double number_slow();
   static constexpr int kMaxDepth = 256;
   int depth_ = 0;
 };
