@@ -157,6 +157,19 @@ def test_every_step_code_and_key_form(tmp_path):
     assert len(r.records) == 2 and len(r.failed) == 1 and r.failed[0].error_no == 4
 
 
+def test_number_forms_equal_the_reference(tmp_path):
+    # Plain integers take the parser's inline path; the rest (signs, fractions, exponents, more
+    # digits than it reads) fall through to the full parse: both must give what Python gives.
+    text = json.dumps(HANDMADE[1])
+    odd = "[\"SP\", 0, 0, 123456789012345678901, [-0, 7.5, 2e3, -12, 1E-2, 123456789012345678], 1]"
+    log = tmp_path / "numbers.json"
+    log.write_text(text.replace("[\"AN\", 0, 1, 2]", odd) + "\n")
+    fs = tcl.featurize(log)
+    assert_same(fs, reference_featurize(log))
+    row = fs.seq[0, 1, SPEC.num_kinds:]
+    assert row[2] == np.float32(np.log1p(123456789012345678901.0)) and row[3] == 0.0
+
+
 def test_long_sequences_are_cut_at_L_and_counted(tmp_path):
     rec = json.loads(json.dumps(HANDMADE[1]))
     rec["i"][1][1] = [["AN", 0, i, 2] for i in range(SPEC.seq_len + 10)]
