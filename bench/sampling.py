@@ -15,7 +15,8 @@ The speed part runs after the accuracy runs, alone, and is kept from an earlier 
 the same sizes.
 
 Prints tables, writes bench/results/sampling.json ({platform: {method: {rate: mean top1}}}),
-sampling_details.json (every run, spreads, speed) and sampling.png (Top-1 vs rate).
+sampling_details.json (every run, spreads, RDU run by run against the others, speed) and
+sampling.png (Top-1 vs rate).
 """
 
 from __future__ import annotations
@@ -113,6 +114,30 @@ def summarise(runs: dict, methods) -> dict:
     return out
 
 
+def paired(runs: dict, method: str = "rdu") -> dict:
+    """Per rate below 1.0, `method` against each other method and against all the data, run by run on
+    the same (platform, seed): with seed spreads as wide as the gaps between the means, counting the
+    pairs says more than comparing means. {rate: {other: {pairs, ahead, mean_diff}, "all": {pairs,
+    mean_ratio, at_least_97pct}}}."""
+    out: dict = {}
+    rates = sorted({rate for (_, m, rate, _) in runs if m == method and rate < 1.0})
+    for rate in rates:
+        mine = {(pl, seed): r["top1"] for (pl, m, rt, seed), r in runs.items() if m == method and rt == rate}
+        by_other = defaultdict(list)
+        for (pl, m, rt, seed), r in runs.items():
+            if rt == rate and m != method and (pl, seed) in mine:
+                by_other[m].append(mine[(pl, seed)] - r["top1"])
+        entry = {m: {"pairs": len(d), "ahead": sum(x > 0 for x in d), "mean_diff": statistics.mean(d)}
+                 for m, d in sorted(by_other.items())}
+        ratios = [mine[(pl, seed)] / r["top1"] for (pl, m, rt, seed), r in runs.items()
+                  if m == "all" and (pl, seed) in mine]
+        if ratios:
+            entry["all"] = {"pairs": len(ratios), "mean_ratio": statistics.mean(ratios),
+                            "at_least_97pct": sum(x >= 0.97 for x in ratios)}
+        out[str(rate)] = entry
+    return out
+
+
 def speed(sizes, task_size, dim, methods=("rdu",)) -> dict:
     rng = np.random.default_rng(0)
     out = {}
@@ -159,6 +184,17 @@ def print_table(results):
             cells = [f"{by_rate[r]['top1']:.3f} ± {by_rate[r]['top1_std']:.3f} ({len(by_rate[r]['runs'])})"
                      if r in by_rate else "-" for r in rates]
             print(f"{m:<18}" + "".join(f"{c:>20}" for c in cells))
+
+
+def print_paired(pairs):
+    for rate, entry in pairs.items():
+        print(f"\nrdu at rate {rate}, run by run on the same (platform, seed):")
+        for m, e in entry.items():
+            if m == "all":
+                print(f"  vs all the data: {e['mean_ratio']:.3f} of its Top-1 on average, >= 97% in "
+                      f"{e['at_least_97pct']} of {e['pairs']}")
+            else:
+                print(f"  vs {m:<17} ahead in {e['ahead']} of {e['pairs']}, mean difference {e['mean_diff']:+.3f}")
 
 
 def plot(results, path):
@@ -268,8 +304,10 @@ def main(argv=None):
         res["pooled_shares"][name] = pooled_shares(data, split_tasks(data.tasks, args.test_fraction, 0)[1])
         print(f"  {name}: " + ", ".join(f"{r['share']:.2f} {r['network']} ({r['programs']} programs)"
                                         for r in res["pooled_shares"][name]))
+    res["rdu_paired"] = paired(runs)
     write()
     print_table(res["accuracy"])
+    print_paired(res["rdu_paired"])
     plot(res["accuracy"], out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
 

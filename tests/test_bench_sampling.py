@@ -65,3 +65,18 @@ def test_pooled_shares_weigh_best_latency_by_occurrences():
     assert [(r["task"], r["network"], r["programs"]) for r in shares] == [("a|cpu", "bert", 2), ("b|cpu", "resnet", 2),
                                                                         ("b|cpu", "other", 2)]
     assert [r["share"] for r in shares] == pytest.approx([12 / 27, 8 / 27, 4 / 27])
+
+
+def test_paired_compares_rdu_run_by_run_on_the_same_platform_and_seed():
+    runs = {}
+    for pl, seed, rdu, rnd, full in [("p", 0, 0.6, 0.5, 0.6), ("p", 1, 0.3, 0.4, 0.5), ("q", 0, 0.9, 0.7, 1.0)]:
+        runs[(pl, "rdu", 0.1, seed)] = _run(pl, "rdu", 0.1, seed, rdu)
+        runs[(pl, "random", 0.1, seed)] = _run(pl, "random", 0.1, seed, rnd)
+        runs[(pl, "all", 1.0, seed)] = _run(pl, "all", 1.0, seed, full)
+    runs[("q", "random", 0.1, 5)] = _run("q", "random", 0.1, 5, 0.0)  # no rdu run of this seed: not a pair
+    p = sampling.paired(runs)
+    assert list(p) == ["0.1"]
+    assert p["0.1"]["random"]["pairs"] == 3 and p["0.1"]["random"]["ahead"] == 2
+    assert p["0.1"]["random"]["mean_diff"] == pytest.approx((0.1 - 0.1 + 0.2) / 3)
+    assert p["0.1"]["all"]["pairs"] == 3 and p["0.1"]["all"]["at_least_97pct"] == 1
+    assert p["0.1"]["all"]["mean_ratio"] == pytest.approx((1.0 + 0.6 + 0.9) / 3)
