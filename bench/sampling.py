@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 import tcl  # noqa: E402
 from tcl.sampling import reference  # noqa: E402
 from tcl.sampling.sampler import LookupOracle, SamplingConfig, run_sampling  # noqa: E402
-from tcl.sampling.strategies import METHODS, normalize_per_group, per_task_budget, select  # noqa: E402
+from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select  # noqa: E402
 from tcl.train import ProgramData, score_tasks, split_tasks, task_key, train  # noqa: E402
 
 
@@ -64,7 +64,7 @@ def run_one(path, method, rate, seed, args) -> dict:
     else:
         cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
                              min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding,
-                             average_last=args.average_last)
+                             average_last=args.average_last, weights=Weights(u_speed=args.u_speed))
         model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
     pooled = score_tasks(model, data, test_ids)["pooled"]
     return {"platform": Path(path).name, "method": method, "rate": rate, "seed": seed, "top1": pooled["top1"],
@@ -73,8 +73,10 @@ def run_one(path, method, rate, seed, args) -> dict:
 
 # settings a stored run must share to be reused
 SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction", "average_last")
+# ... and those only the rdu runs must share
+SAME_RDU_RUN = ("u_speed",)
 # runs stored before a setting was added ran with this value of it
-SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0}
+SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0, "u_speed": 0.0}
 
 
 def stored_runs(detail_path: Path, args) -> dict:
@@ -87,10 +89,13 @@ def stored_runs(detail_path: Path, args) -> dict:
     if any(settings.get(k) != getattr(args, k) for k in SAME_RUN):
         print(f"{detail_path} holds other settings; starting over")
         return {}
+    same_rdu = all(settings.get(k) == getattr(args, k) for k in SAME_RDU_RUN)
     found = {}
     for platform, methods in old.get("accuracy", {}).items():
         for method, by_rate in methods.items():
             for rate, entry in by_rate.items():
+                if method == "rdu" and float(rate) < 1.0 and not same_rdu:
+                    continue
                 for r in entry["runs"]:
                     m = "all" if float(rate) >= 1.0 else method
                     found[(platform, m, float(rate), r["seed"])] = {
@@ -231,6 +236,9 @@ def main(argv=None):
     p.add_argument("--average-last", type=float, default=0.0,
                    help="every model (each round's, and the 100%% one) is the mean of its weights over this last "
                    "fraction of its epochs (0: the last epoch's)")
+    p.add_argument("--u-speed", type=float, default=Weights().u_speed,
+                   help="rdu's U = spread + this x predicted score (default %(default)s; stored rdu runs with "
+                   "another value are run again)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--speed-sizes", nargs="*", type=int, default=[10_000, 50_000, 100_000])

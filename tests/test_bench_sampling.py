@@ -14,7 +14,7 @@ sampling = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(sampling)
 
 SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2,
-            "average_last": 0.0}
+            "average_last": 0.0, "u_speed": 0.0}
 
 
 def _run(platform, method, rate, seed, top1):
@@ -47,6 +47,8 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", "random"]), "settings": older}))
     assert set(sampling.stored_runs(path, Namespace(**SETTINGS))) == set(runs)
     assert sampling.stored_runs(path, Namespace(**{**SETTINGS, "average_last": 0.5})) == {}
+    # another rdu setting drops the stored rdu runs only (100% of the data does not use it)
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "u_speed": 1.0}))) == {("p", "all", 1.0, 0)}
 
 
 def test_pooled_shares_weigh_best_latency_by_occurrences():

@@ -34,6 +34,18 @@ def test_rdu_matches_reference_composition():
     np.testing.assert_array_equal(got, want)
 
 
+def test_rdu_u_speed_adds_the_predicted_score_to_the_spread():
+    x, g, rng = pool()
+    u, p = rng.random(len(g)) * 0.1, rng.random(len(g))
+    budget = per_task_budget(g, fraction=0.2)
+    got = select("rdu", x, g, budget, u=u, p=p, weights=Weights(u_speed=2.0))
+    r = normalize_per_group(1 / (1 + reference.knn_distance(x, g, 10)), g)
+    want = reference.greedy_select(x, g, budget, r, normalize_per_group(u + 2.0 * p, g), None, (1.0, 1.0, 1.0))
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="predicted scores"):
+        select("rdu", x, g, budget, u=u, weights=Weights(u_speed=1.0))
+
+
 def test_uncertainty_takes_the_most_uncertain():
     x, g, rng = pool()
     u = rng.random(len(g))

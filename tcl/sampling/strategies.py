@@ -5,7 +5,10 @@ measured, given program embeddings `x` (rows), the model's uncertainty `u` and p
 `p` (higher = faster) per program. Scores are normalised to [0, 1] within each task at every call
 (one call = one sampling round), so the weights mean the same on every task and round.
 
-- rdu:               wr * R + wd * D + wu * U, greedy (D updated after every pick)
+- rdu:               wr * R + wd * D + wu * U, greedy (D updated after every pick); U is the
+                     spread of the model's scores sigma, plus u_speed x the predicted score p when
+                     u_speed > 0 (then U is an upper confidence bound p + sigma: for a Top-k
+                     metric only the programs that may be among the fastest need their rank known)
 - rd:                R + D, no uncertainty
 - diversity:         D only: greedy k-center
 - biased_diversity:  D + bias * predicted speed (BALTO-like: diversity toward fast programs)
@@ -35,6 +38,7 @@ class Weights:
     d: float = 1.0
     u: float = 1.0
     bias: float = 1.0  # biased_diversity: weight of the predicted speed
+    u_speed: float = 0.0  # rdu: U = sigma + u_speed * p (0: the spread alone)
     k: int = 10  # neighbours for R
 
 
@@ -66,8 +70,8 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
     budget = np.asarray(budget, np.int64)
     if method in ("rdu", "uncertainty") and u is None:
         raise ValueError(f"{method} needs the model's uncertainty u")
-    if method == "biased_diversity" and p is None:
-        raise ValueError("biased_diversity needs the model's predicted scores p")
+    if (method == "biased_diversity" or (method == "rdu" and weights.u_speed)) and p is None:
+        raise ValueError(f"{method} needs the model's predicted scores p")
     zeros = np.zeros(n)
 
     if method == "random":
@@ -92,7 +96,11 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
         r, un, wts = normalize_per_group(p, group), zeros, (w.bias, 1.0, 0.0)
     else:
         r = normalize_per_group(representativeness(x, group, w.k, threads), group)
-        un = normalize_per_group(u, group) if method == "rdu" else zeros
+        if method == "rdu":
+            un = np.asarray(u, np.float64) + (weights.u_speed * np.asarray(p, np.float64) if weights.u_speed else 0.0)
+            un = normalize_per_group(un, group)
+        else:
+            un = zeros
         wts = (w.r, w.d, w.u if method == "rdu" else 0.0)
     return kernels.greedy_select(x, group, budget, r, un, selected, wts, threads)
 
