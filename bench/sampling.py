@@ -268,6 +268,10 @@ def main(argv=None):
     print(f"accuracy: {len(todo)} runs to do ({len(runs)} stored), {args.jobs} at once")
     res = {"load_average_before": os.getloadavg()}
     stored_detail = json.loads(detail_path.read_text()) if detail_path.is_file() and not args.fresh else {}
+    speed_settings = {"sizes": args.speed_sizes, "task_size": args.task_size, "dim": args.dim}
+    if stored_detail.get("speed") and stored_detail.get("speed_settings") == speed_settings:
+        # measured before; kept in every write, so that a stopped run does not lose it
+        res["speed"], res["speed_settings"] = stored_detail["speed"], speed_settings
 
     def write():
         res["accuracy"] = summarise(runs, args.methods)
@@ -298,10 +302,7 @@ def main(argv=None):
         for pl, m, rate, seed in todo:
             record(run_one(names[pl], m, rate, seed, args))
 
-    speed_settings = {"sizes": args.speed_sizes, "task_size": args.task_size, "dim": args.dim}
-    if stored_detail.get("speed") and stored_detail.get("speed_settings") == speed_settings:
-        res["speed"], res["speed_settings"] = stored_detail["speed"], speed_settings  # measured before
-    elif args.speed_sizes:
+    if "speed" not in res and args.speed_sizes:
         print("selection time (10% of each task, 1 call; nothing else running):")
         res["speed"], res["speed_settings"] = speed(args.speed_sizes, args.task_size, args.dim), speed_settings
     res["load_average_after"] = os.getloadavg()
