@@ -38,7 +38,7 @@ class Weights:
     d: float = 1.0
     u: float = 1.0
     bias: float = 1.0  # biased_diversity: weight of the predicted speed
-    u_speed: float = 0.0  # rdu: U = sigma + u_speed * p (0: the spread alone)
+    u_speed: float = 0.0  # rdu: U = sigma + u_speed * p (0: the spread alone; 1 was worse at 10%, README)
     k: int = 10  # neighbours for R
 
 
