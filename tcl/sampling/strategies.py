@@ -97,7 +97,7 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
     else:
         r = normalize_per_group(representativeness(x, group, w.k, threads), group)
         if method == "rdu":
-            un = np.asarray(u, np.float64) + (weights.u_speed * np.asarray(p, np.float64) if weights.u_speed else 0.0)
+            un = np.asarray(u, np.float64) + (w.u_speed * np.asarray(p, np.float64) if w.u_speed else 0.0)
             un = normalize_per_group(un, group)
         else:
             un = zeros
