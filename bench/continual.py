@@ -253,7 +253,8 @@ def learn_order(paths, order, args):
     platform. Returns (order, its name, the per-method results, the start or None)."""
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
                     min_steps=args.min_steps, ewc_lambda=args.ckd_ewc_lambda, keep_old=args.keep_old,
-                    hardware_lr=args.hardware_lr, seed=args.seed, threads=args.threads)
+                    hardware_lr=args.hardware_lr, hardware_film=args.hardware_film, seed=args.seed,
+                    threads=args.threads)
     torch.set_num_threads(args.threads)
     model_config = {"d_model": args.d_model} if args.d_model else None
     paths = [paths[i] for i in order]
@@ -290,6 +291,8 @@ def main(argv=None):
     p.add_argument("--keep-old", type=float, default=CKDConfig.keep_old, help="ckd: weight of the old-hardware ranking term")
     p.add_argument("--hardware-lr", type=float, default=CKDConfig.hardware_lr,
                    help="ckd: learning-rate multiplier of the hardware projection in compress")
+    p.add_argument("--hardware-film", action=argparse.BooleanOptionalAction, default=CKDConfig.hardware_film,
+                   help="the first KB (every sequential method's start) gets a FiLM layer (tcl.ckd)")
     p.add_argument("--fractions", default="0.05,0.1,0.2,0.5,1.0",
                    help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")

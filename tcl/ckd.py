@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -69,7 +69,8 @@ class CKDConfig:
     gated: bool = True
     alpha_init: float = 0.1
     column_from_kb: bool = True  # the active column starts as the KB (False: fresh, as in P&C)
-    hardware_lr: float = 10.0  # compress: learning-rate multiplier of the hardware projection
+    hardware_lr: float = 10.0  # compress: learning-rate multiplier of the hardware projection and FiLM
+    hardware_film: bool = True  # the KB scales its embedding by the descriptor (first_platform)
     batch_tasks: int = 8
     group_size: int = 32
     clip: float = 0.5
@@ -89,6 +90,8 @@ class ActiveColumn(nn.Module):
         for p in self.kb.parameters():
             p.requires_grad_(False)
         self.col = copy.deepcopy(kb) if from_kb else MambaCostModel(kb.cfg)
+        if not from_kb and kb.hardware_film is not None:
+            self.col.hardware_ref.copy_(kb.hardware_ref)
         for p in self.col.parameters():
             p.requires_grad_(True)
         d = kb.cfg.d_model
@@ -251,7 +254,7 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
     student = copy.deepcopy(kb)
     for p in student.parameters():
         p.requires_grad_(True)
-    hw_params = list(student.hardware_proj.parameters()) if student.hardware_proj is not None else []
+    hw_params = student.hardware_params()
     hw_ids = {id(p) for p in hw_params}
     opt = torch.optim.Adam([{"params": [p for p in student.parameters() if id(p) not in hw_ids]},
                             {"params": hw_params, "lr": cfg.lr * cfg.hardware_lr}], lr=cfg.lr)
@@ -312,9 +315,26 @@ def first_platform(data: ProgramData, task_ids, cfg: CKDConfig, model_config: di
     kb, _ = train(data, task_ids, (), arch="mamba", model_config=model_config,
                   epochs=cfg.progress_epochs + cfg.compress_epochs, lr=cfg.lr, seed=cfg.seed,
                   threads=cfg.threads, progress=False, min_steps=2 * cfg.min_steps)
+    if cfg.hardware_film:
+        kb = with_hardware_film(kb, platform_hardware(data, task_ids)[0])
     ewc = OnlineEWC()
     ewc.consolidate(kb, data, task_ids, cfg)
     return kb, ewc, time.perf_counter() - t0
+
+
+def with_hardware_film(model: MambaCostModel, reference) -> MambaCostModel:
+    """The same model with a FiLM layer relative to `reference` (a hardware descriptor): it
+    scores every program as before under that descriptor; under another, the FiLM weights
+    (zero here) rescale the embedding. The KB gets it before it learns a second platform, so
+    its size stays constant from then on."""
+    if model.hardware_film is not None:
+        return model
+    out = MambaCostModel(replace(model.cfg, hardware_film=True))
+    missing = out.load_state_dict(model.state_dict(), strict=False).missing_keys
+    assert set(missing) <= {"hardware_film.weight", "hardware_ref"}, missing
+    with torch.no_grad():
+        out.hardware_ref.copy_(torch.as_tensor(reference, dtype=torch.float32))
+    return out.train(model.training)
 
 
 def save_kb(path, kb: MambaCostModel, ewc: OnlineEWC, meta: dict):

@@ -17,6 +17,7 @@ from tcl.ckd import (  # noqa: E402
     gate,
     learn_platform,
     progress,
+    with_hardware_film,
 )
 from tcl.model.losses import lambda_rank_loss  # noqa: E402
 from tcl.train import ProgramData  # noqa: E402
@@ -202,8 +203,28 @@ def test_compress_trains_the_hardware_projection_at_its_own_rate(platforms, kb1)
     ac = progress(kb, new, [0], CFG)
     frozen_hw = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=0.0))
     for (n, p), q in zip(frozen_hw.named_parameters(), kb.parameters()):
-        assert torch.equal(p, q) == n.startswith("hardware_proj."), n  # lr 0 there, the rest learns
+        assert torch.equal(p, q) == n.startswith(("hardware_proj.", "hardware_film.")), n  # lr 0 there, the rest learns
     fast = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=10.0))
     slow = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=1.0))
     moved = lambda m: sum(float((p - q).abs().sum()) for p, q in zip(m.hardware_proj.parameters(), kb.hardware_proj.parameters()))
     assert moved(fast) > 3 * moved(slow)
+
+
+def test_film_is_zero_at_the_first_platform_and_learns_the_next(platforms, kb1):
+    kb, ewc, _ = kb1
+    plain = first_platform(platforms[0], [0], replace(CFG, hardware_film=False), model_config={"d_model": 32})[0]
+    assert plain.hardware_film is None and kb.hardware_film is not None
+    assert kb.size_mb() > plain.size_mb()
+    assert torch.equal(kb.hardware_ref, torch.from_numpy(platforms[0].hardware[0]))
+    x = platforms[0].inputs(np.arange(len(platforms[0])))
+    with torch.no_grad():
+        assert torch.equal(kb(*x), plain(*x))  # the same training; FiLM is zero at its platform
+        moved = with_hardware_film(plain, x[3][0])
+        torch.nn.init.normal_(moved.hardware_film.weight)
+        assert torch.allclose(moved(*x), plain(*x))  # any FiLM weights: still zero at the reference
+        other = (*x[:3], x[3] + 1.0)
+        assert not torch.allclose(moved(*other), plain(*other))
+    new = other_hardware(platforms[1])
+    new_kb, _, _ = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CFG)
+    assert new_kb.hardware_film.weight.abs().sum() > 0  # the new platform's descriptor is not the reference
+    assert torch.equal(new_kb.hardware_ref, kb.hardware_ref)

@@ -13,7 +13,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 import tcl  # noqa: E402
-from tcl.export import read_metadata, torch_scores  # noqa: E402
+from tcl.export import export_onnx, read_metadata, torch_scores  # noqa: E402
 from tcl.hardware import HARDWARE_DIM, hardware_vector  # noqa: E402
 from tcl.runtime import Scorer  # noqa: E402
 from test_features import MS_FIXTURE, SHARED_ANSOR  # noqa: E402
@@ -146,3 +146,26 @@ def test_tcl_export_cli_from_a_checkpoint(tmp_path):
     np.testing.assert_allclose(Scorer(tmp_path / "m.onnx").score(seq, length, workload),
                                torch_scores(model, seq, length, workload, hw), atol=1e-5, rtol=0)
     assert read_metadata(tmp_path / "m.onnx")["arch"] == "mamba"
+
+
+def test_a_knowledge_base_with_film_exports_and_reloads(tmp_path):
+    """The continual-distillation KB (FiLM relative to its first platform) through a checkpoint
+    and ONNX, scored for its reference platform and for another one."""
+    from tcl.ckd import with_hardware_film
+    from tcl.train import build_model, load_checkpoint, save_checkpoint
+
+    torch.manual_seed(0)
+    first, other = {"cores": 1, "vector_bits": 256}, {"cores": 2, "vector_bits": 512}
+    kb = with_hardware_film(build_model("mamba").eval(), hardware_vector(first))
+    torch.nn.init.normal_(kb.hardware_film.weight, std=0.1)
+    save_checkpoint(tmp_path / "kb.pt", kb, "mamba", {})
+    loaded, _ = load_checkpoint(tmp_path / "kb.pt")
+    assert torch.equal(loaded.hardware_ref, kb.hardware_ref)
+    seq, length, workload = real_features()
+    scores = {}
+    for name, platform in (("first", first), ("other", other)):
+        export_onnx(loaded, tmp_path / f"{name}.onnx", platform=platform)
+        hw = np.broadcast_to(hardware_vector(platform), (len(length), HARDWARE_DIM))
+        scores[name] = Scorer(tmp_path / f"{name}.onnx").score(seq, length, workload)
+        np.testing.assert_allclose(scores[name], torch_scores(kb, seq, length, workload, hw), atol=1e-5, rtol=0)
+    assert not np.allclose(scores["first"], scores["other"])

@@ -2,7 +2,8 @@
 
     seq [B, L, D] --Linear--> [B, L, d] --(x + Mamba(norm(x))) * n_layer--> norm
         --masked mean over the true length--> [B, d]
-        --concat proj(workload), proj(hardware)--> MLP -> score [B]
+        --(optional) FiLM by the hardware descriptor--> --concat proj(workload), proj(hardware)-->
+        MLP -> score [B]
 
 Sequences are padded at the END: the conv and the scan are causal, so padding never changes a valid
 position and the pooling masks it out. The forward is split into ``hidden_states`` (per-layer
@@ -37,6 +38,7 @@ class CostModelConfig:
     desc_dim: int = 32           # width of each descriptor projection
     head_hidden: int = 96
     dropout: float = 0.1         # head only; MC-dropout samples it at scoring time
+    hardware_film: bool = False  # scale and shift the pooled embedding by (hardware - hardware_ref)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -95,6 +97,17 @@ class MambaCostModel(nn.Module):
         for layer in self.layers:
             with torch.no_grad():
                 layer.mixer.out_proj.weight /= cfg.n_layer ** 0.5
+        # FiLM (continual distillation's knowledge base): emb * (1 + gamma) + beta with
+        # [gamma, beta] linear in the descriptor's difference from a reference platform's. Zero
+        # at the reference, so a model trained on that platform alone is unchanged by it; another
+        # platform's scores differ by a per-dimension rescaling of the embedding, which the
+        # concatenated projection above, a shift of the MLP's inputs, expresses poorly.
+        # Built last (and zeroed) so that the other layers' initial weights do not depend on it.
+        self.hardware_film = None
+        if cfg.hardware_film and cfg.hardware_dim:
+            self.hardware_film = nn.Linear(cfg.hardware_dim, 2 * d, bias=False)
+            nn.init.zeros_(self.hardware_film.weight)
+            self.register_buffer("hardware_ref", torch.zeros(cfg.hardware_dim))
 
     def hidden_states(self, seq: torch.Tensor) -> list[torch.Tensor]:
         """[encoder output, output of layer 1, ..., layer n_layer], each [B, L, d_model]."""
@@ -110,6 +123,9 @@ class MambaCostModel(nn.Module):
     def head(self, emb: torch.Tensor, workload: torch.Tensor | None = None,
              hardware: torch.Tensor | None = None) -> torch.Tensor:
         """Score [B] from the pooled embedding and the descriptors."""
+        if self.hardware_film is not None:
+            gamma, beta = self.hardware_film(hardware - self.hardware_ref).chunk(2, dim=-1)
+            emb = emb * (1 + gamma) + beta
         parts = [emb]
         if self.workload_proj is not None:
             parts.append(self.workload_proj(workload))
@@ -131,6 +147,11 @@ class MambaCostModel(nn.Module):
             return torch.stack([self.head(emb, workload, hardware) for _ in range(n)])
         finally:
             self.decoder.train(was_training)
+
+    def hardware_params(self) -> list[nn.Parameter]:
+        """The parameters that read the hardware descriptor (projection and FiLM)."""
+        mods = [m for m in (self.hardware_proj, self.hardware_film) if m is not None]
+        return [p for m in mods for p in m.parameters()]
 
     def size_mb(self) -> float:
         """Parameter bytes at fp32, in MB (1e6 bytes)."""
