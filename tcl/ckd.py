@@ -33,8 +33,8 @@ inputs, so one KB serves every platform it has learned. For a new platform:
    first platform, so the descriptor can rescale each embedding dimension per platform rather
    than only shift the head's inputs; W learns in compress at the hardware projection's rate.
    Three platforms in both orders (bench/continual.py, README): forgetting 0.000 / 0.034 and
-   average Top-1 0.672 / 0.737, against 0.114 / 0.063 and 0.654 / 0.700 without it (run on
-   another VM, whose first KBs differed; README).
+   average Top-1 0.672 / 0.737; fine-tuning from the same first KB 0.072 / 0.060 and 0.671 /
+   0.719; CKD without FiLM (another VM, other first KBs) 0.114 / 0.063 and 0.654 / 0.700.
    EWC (off by default, see CKDConfig.ewc_lambda) is online: sum_k (lambda/2) F*_k (theta - theta*_k)^2 with one running Fisher
    F* <- gamma F* + F_new / mean(F_new) (normalised per platform) and one anchor theta*.
 3. consolidate: the Fisher of the KB on the new platform's programs (squared gradients of the
