@@ -66,17 +66,40 @@ def run_one(path, method, rate, seed, args) -> dict:
                              min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding,
                              average_last=args.average_last, weights=Weights(u_speed=args.u_speed))
         model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
-    pooled = score_tasks(model, data, test_ids)["pooled"]
+    scores = score_tasks(model, data, test_ids)
+    pooled = scores["pooled"]
     return {"platform": Path(path).name, "method": method, "rate": rate, "seed": seed, "top1": pooled["top1"],
-            "top5": pooled["top5"], "seconds": time.perf_counter() - t0}
+            "top5": pooled["top5"], **task_means(scores["tasks"]), "seconds": time.perf_counter() - t0}
+
+
+def rdu_weights(args) -> Weights:
+    r, d, u = args.rdu_weights
+    return Weights(r=r, d=d, u=u, u_speed=args.u_speed, u_kind=args.u_kind)
+
+
+def task_means(per_task: dict) -> dict:
+    """Top-1/Top-5 averaged over the held-out tasks with more than one program, each task once.
+    The pooled score weighs tasks by occurrences x best latency, so two BERT-base matmuls carry most
+    of it (pooled_shares) and one wrong first pick there moves a run by 0.3-0.6; the task mean asks
+    the same question of all the held-out tasks with equal weight."""
+    ranked = [t for t in per_task.values() if t["programs"] > 1]
+    return {"task_top1": statistics.mean(t["top1"] for t in ranked),
+            "task_top5": statistics.mean(t["top5"] for t in ranked)}
 
 
 # settings a stored run must share to be reused
 SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction", "average_last")
 # ... and those only the rdu runs must share
-SAME_RDU_RUN = ("u_speed",)
+SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind")
 # runs stored before a setting was added ran with this value of it
-SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0, "u_speed": 0.0}
+SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],
+                               "u_kind": "spread"}
+# what a run measures; runs stored before the task mean existed lack it and are run again when asked for
+RUN_FIELDS = ("top1", "top5", "task_top1", "task_top5")
+
+
+def complete(run: dict) -> bool:
+    return all(f in run for f in RUN_FIELDS)
 
 
 def stored_runs(detail_path: Path, args) -> dict:
@@ -110,16 +133,19 @@ def summarise(runs: dict, methods) -> dict:
         groups[(platform, method, rate)].append(r)
     out: dict = {}
     for (platform, method, rate), rs in sorted(groups.items()):
-        top1 = [r["top1"] for r in rs]
-        entry = {"top1": statistics.mean(top1), "top1_std": statistics.pstdev(top1),
-                 "top5": statistics.mean(r["top5"] for r in rs),
-                 "runs": [{k: r[k] for k in ("seed", "top1", "top5", "seconds")} for r in rs]}
+        entry = {}
+        for f in RUN_FIELDS:
+            v = [r[f] for r in rs if f in r]  # older runs lack the task mean
+            entry[f] = statistics.mean(v) if v else None
+            if f.endswith("top1"):
+                entry[f + "_std"] = statistics.pstdev(v) if v else None
+        entry["runs"] = [{k: r[k] for k in ("seed", *RUN_FIELDS, "seconds") if k in r} for r in rs]
         for m in (methods if method == "all" else [method]):  # 100% of the data is the same for every method
             out.setdefault(platform, {}).setdefault(m, {})[str(rate)] = entry
     return out
 
 
-def paired(runs: dict, method: str = "rdu") -> dict:
+def paired(runs: dict, method: str = "rdu", metric: str = "top1") -> dict:
     """Per rate below 1.0, `method` against each other method and against all the data, run by run on
     the same (platform, seed): with seed spreads as wide as the gaps between the means, counting the
     pairs says more than comparing means. {rate: {other: {pairs, ahead, mean_diff}, "all": {pairs,
@@ -127,15 +153,16 @@ def paired(runs: dict, method: str = "rdu") -> dict:
     out: dict = {}
     rates = sorted({rate for (_, m, rate, _) in runs if m == method and rate < 1.0})
     for rate in rates:
-        mine = {(pl, seed): r["top1"] for (pl, m, rt, seed), r in runs.items() if m == method and rt == rate}
+        mine = {(pl, seed): r[metric] for (pl, m, rt, seed), r in runs.items()
+                if m == method and rt == rate and metric in r}
         by_other = defaultdict(list)
         for (pl, m, rt, seed), r in runs.items():
-            if rt == rate and m != method and (pl, seed) in mine:
-                by_other[m].append(mine[(pl, seed)] - r["top1"])
+            if rt == rate and m != method and (pl, seed) in mine and metric in r:
+                by_other[m].append(mine[(pl, seed)] - r[metric])
         entry = {m: {"pairs": len(d), "ahead": sum(x > 0 for x in d), "mean_diff": statistics.mean(d)}
                  for m, d in sorted(by_other.items())}
-        ratios = [mine[(pl, seed)] / r["top1"] for (pl, m, rt, seed), r in runs.items()
-                  if m == "all" and (pl, seed) in mine]
+        ratios = [mine[(pl, seed)] / r[metric] for (pl, m, rt, seed), r in runs.items()
+                  if m == "all" and (pl, seed) in mine and metric in r]
         if ratios:
             entry["all"] = {"pairs": len(ratios), "mean_ratio": statistics.mean(ratios),
                             "at_least_97pct": sum(x >= 0.97 for x in ratios)}
@@ -179,21 +206,24 @@ def pooled_shares(data, test_ids, top: int = 3) -> list[dict]:
     return sorted(rows, key=lambda r: -r["share"])[:top]
 
 
-def print_table(results):
-    """Mean pooled Top-1 ± spread over seeds (number of seeds), a method per row, a rate per column."""
+METRIC_NAMES = {"top1": "pooled Top-1", "task_top1": "Top-1 averaged over the tasks"}
+
+
+def print_table(results, metric: str = "top1"):
+    """Mean Top-1 ± spread over seeds (number of seeds), a method per row, a rate per column."""
     for platform, methods in results.items():
         rates = sorted({r for by_rate in methods.values() for r in by_rate}, key=float)
-        print(f"\n{platform}: pooled Top-1 on the held-out tasks, mean ± spread (seeds)")
+        print(f"\n{platform}: {METRIC_NAMES[metric]} on the held-out tasks, mean ± spread (seeds)")
         print(f"{'method':<18}" + "".join(f"{r:>20}" for r in rates))
         for m, by_rate in methods.items():
-            cells = [f"{by_rate[r]['top1']:.3f} ± {by_rate[r]['top1_std']:.3f} ({len(by_rate[r]['runs'])})"
-                     if r in by_rate else "-" for r in rates]
+            cells = [f"{by_rate[r][metric]:.3f} ± {by_rate[r][metric + '_std']:.3f} ({len(by_rate[r]['runs'])})"
+                     if r in by_rate and by_rate[r][metric] is not None else "-" for r in rates]
             print(f"{m:<18}" + "".join(f"{c:>20}" for c in cells))
 
 
-def print_paired(pairs):
+def print_paired(pairs, metric: str = "top1"):
     for rate, entry in pairs.items():
-        print(f"\nrdu at rate {rate}, run by run on the same (platform, seed):")
+        print(f"\nrdu at rate {rate}, {METRIC_NAMES[metric]}, run by run on the same (platform, seed):")
         for m, e in entry.items():
             if m == "all":
                 print(f"  vs all the data: {e['mean_ratio']:.3f} of its Top-1 on average, >= 97% in "
@@ -208,17 +238,18 @@ def plot(results, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
-    for ax, (platform, methods) in zip(axes[0], results.items()):
-        for m, by_rate in methods.items():
-            rates = sorted(by_rate, key=float)
-            ax.errorbar([float(r) for r in rates], [by_rate[r]["top1"] for r in rates],
-                        yerr=[by_rate[r]["top1_std"] for r in rates], label=m, marker="o", capsize=2)
-        ax.set_xscale("log")
-        ax.set_xlabel("fraction of training programs measured")
-        ax.set_ylabel("pooled Top-1 on held-out tasks")
-        ax.set_title(platform)
-        ax.legend(fontsize=7)
+    fig, axes = plt.subplots(2, len(results), figsize=(5 * len(results), 8), squeeze=False)
+    for row, metric in enumerate(METRIC_NAMES):
+        for ax, (platform, methods) in zip(axes[row], results.items()):
+            for m, by_rate in methods.items():
+                rates = sorted((r for r in by_rate if by_rate[r][metric] is not None), key=float)
+                ax.errorbar([float(r) for r in rates], [by_rate[r][metric] for r in rates],
+                            yerr=[by_rate[r][metric + "_std"] for r in rates], label=m, marker="o", capsize=2)
+            ax.set_xscale("log")
+            ax.set_xlabel("fraction of training programs measured")
+            ax.set_ylabel(f"{METRIC_NAMES[metric]} on held-out tasks")
+            ax.set_title(platform)
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -239,6 +270,12 @@ def main(argv=None):
     p.add_argument("--u-speed", type=float, default=Weights().u_speed,
                    help="rdu's U = spread + this x predicted score (default %(default)s; stored rdu runs with "
                    "another value are run again)")
+    p.add_argument("--rdu-weights", nargs=3, type=float, default=[Weights().r, Weights().d, Weights().u],
+                   metavar=("R", "D", "U"), help="rdu's weights of R, D and U (default %(default)s; stored rdu "
+                   "runs with others are run again)")
+    p.add_argument("--u-kind", choices=["spread", "top"], default=Weights().u_kind,
+                   help="rdu's U: the MC-dropout spread, or the share of MC samples that rank the program in "
+                   "its task's top 10%% (default %(default)s)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--speed-sizes", nargs="*", type=int, default=[10_000, 50_000, 100_000])
@@ -262,10 +299,11 @@ def main(argv=None):
     # so a stopped grid has already answered it
     todo = [(name, "all" if rate >= 1.0 else m, rate, seed) for seed in args.seeds for rate in args.rates
             for name in names for m in (["all"] if rate >= 1.0 else args.methods)]
-    todo = sorted((t for t in todo if t not in runs), key=lambda t: (t[2] not in (0.1, 1.0), t[3], -t[2]))
+    todo = sorted((t for t in todo if t not in runs or not complete(runs[t])), key=lambda t: (t[2] not in (0.1, 1.0), t[3], -t[2]))
     if args.report_only:
         todo = []
-    print(f"accuracy: {len(todo)} runs to do ({len(runs)} stored), {args.jobs} at once")
+    print(f"accuracy: {len(todo)} runs to do ({sum(map(complete, runs.values()))} stored with every metric), "
+          f"{args.jobs} at once")
     res = {"load_average_before": os.getloadavg()}
     stored_detail = json.loads(detail_path.read_text()) if detail_path.is_file() and not args.fresh else {}
     speed_settings = {"sizes": args.speed_sizes, "task_size": args.task_size, "dim": args.dim}
@@ -314,10 +352,13 @@ def main(argv=None):
         print(f"  {name}: " + ", ".join(f"{r['share']:.2f} {r['network']} ({r['programs']} programs)"
                                         for r in res["pooled_shares"][name]))
     res["rdu_paired"] = paired(runs)
+    res["rdu_paired_task_top1"] = paired(runs, metric="task_top1")
     write()
-    print_table(res["accuracy"])
-    print_paired(res["rdu_paired"])
-    plot(res["accuracy"], out.with_suffix(".png"))
+    for metric, key in (("top1", "rdu_paired"), ("task_top1", "rdu_paired_task_top1")):
+        print_table(res["accuracy"], metric)
+        print_paired(res[key], metric)
+    if res["accuracy"]:
+        plot(res["accuracy"], out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
 
 

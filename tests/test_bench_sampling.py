@@ -14,12 +14,13 @@ sampling = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(sampling)
 
 SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2,
-            "average_last": 0.0, "u_speed": 0.0}
+            "average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],
+            "u_kind": "spread"}
 
 
 def _run(platform, method, rate, seed, top1):
     return {"platform": platform, "method": method, "rate": rate, "seed": seed, "top1": top1,
-            "top5": top1 + 0.1, "seconds": 1.0}
+            "top5": top1 + 0.1, "task_top1": top1 - 0.1, "task_top5": top1, "seconds": 1.0}
 
 
 def test_summary_spreads_full_data_over_methods_and_averages_seeds():
@@ -49,6 +50,25 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     assert sampling.stored_runs(path, Namespace(**{**SETTINGS, "average_last": 0.5})) == {}
     # another rdu setting drops the stored rdu runs only (100% of the data does not use it)
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "u_speed": 1.0}))) == {("p", "all", 1.0, 0)}
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [0.0, 1.0, 1.0]}))) == {
+        ("p", "all", 1.0, 0)}
+
+
+def test_runs_stored_before_the_task_mean_count_for_the_pooled_score_only():
+    old = _run("p", "rdu", 0.1, 0, 0.5)
+    del old["task_top1"], old["task_top5"]
+    runs = {("p", "rdu", 0.1, 0): old, ("p", "rdu", 0.1, 1): _run("p", "rdu", 0.1, 1, 0.7)}
+    assert not sampling.complete(old) and sampling.complete(runs[("p", "rdu", 0.1, 1)])
+    s = sampling.summarise(runs, ["rdu"])["p"]["rdu"]["0.1"]
+    assert s["top1"] == pytest.approx(0.6) and s["task_top1"] == pytest.approx(0.6)  # seed 1 alone: 0.7 - 0.1
+    only_old = sampling.summarise({("p", "rdu", 0.1, 0): old}, ["rdu"])["p"]["rdu"]["0.1"]
+    assert only_old["task_top1"] is None and only_old["top1"] == 0.5
+
+
+def test_task_means_weigh_every_ranked_task_once():
+    per_task = {"a": {"top1": 0.5, "top5": 1.0, "programs": 200}, "b": {"top1": 1.0, "top5": 1.0, "programs": 3},
+                "single": {"top1": 1.0, "top5": 1.0, "programs": 1}}
+    assert sampling.task_means(per_task) == {"task_top1": pytest.approx(0.75), "task_top5": pytest.approx(1.0)}
 
 
 def test_pooled_shares_weigh_best_latency_by_occurrences():
@@ -77,6 +97,8 @@ def test_paired_compares_rdu_run_by_run_on_the_same_platform_and_seed():
         runs[(pl, "all", 1.0, seed)] = _run(pl, "all", 1.0, seed, full)
     runs[("q", "random", 0.1, 5)] = _run("q", "random", 0.1, 5, 0.0)  # no rdu run of this seed: not a pair
     p = sampling.paired(runs)
+    assert sampling.paired(runs, metric="task_top1")["0.1"]["random"]["mean_diff"] == pytest.approx(
+        p["0.1"]["random"]["mean_diff"])  # the fixture's task means are its pooled scores - 0.1
     assert list(p) == ["0.1"]
     assert p["0.1"]["random"]["pairs"] == 3 and p["0.1"]["random"]["ahead"] == 2
     assert p["0.1"]["random"]["mean_diff"] == pytest.approx((0.1 - 0.1 + 0.2) / 3)

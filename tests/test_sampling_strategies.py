@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tcl.sampling import reference
-from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select
+from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select, top_probability
 
 
 def pool(n=400, d=8, tasks=5, seed=1):
@@ -44,6 +44,33 @@ def test_rdu_u_speed_adds_the_predicted_score_to_the_spread():
     np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="predicted scores"):
         select("rdu", x, g, budget, u=u, weights=Weights(u_speed=1.0))
+
+
+def test_top_probability_counts_the_samples_that_rank_a_program_in_its_tasks_top():
+    rng = np.random.default_rng(3)
+    g = rng.integers(0, 4, 120)
+    samples = rng.normal(size=(9, 120))
+    q = top_probability(samples, g, fraction=0.1)
+    for i in range(120):  # plain definition: sample by sample, the program's rank in its task
+        idx = np.nonzero(g == g[i])[0]
+        k = int(np.ceil(0.1 * len(idx)))
+        assert q[i] == pytest.approx(np.mean([(s[idx] > s[i]).sum() < k for s in samples]))
+    assert np.allclose(np.bincount(g, weights=q), np.ceil(0.1 * np.bincount(g)))  # no ties: k per sample
+
+
+def test_rdu_top_kind_uses_the_top_probability_as_u():
+    x, g, rng = pool()
+    samples = rng.normal(size=(16, len(g)))
+    q = top_probability(samples, g)
+    budget = per_task_budget(g, fraction=0.2)
+    got = select("rdu", x, g, budget, u=samples.std(0), q=q, weights=Weights(u_kind="top"))
+    r = normalize_per_group(1 / (1 + reference.knn_distance(x, g, 10)), g)
+    want = reference.greedy_select(x, g, budget, r, normalize_per_group(q, g), None, (1.0, 1.0, 1.0))
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="top probabilities"):
+        select("rdu", x, g, budget, u=samples.std(0), weights=Weights(u_kind="top"))
+    with pytest.raises(ValueError, match="u_kind"):
+        select("rdu", x, g, budget, u=samples.std(0), q=q, weights=Weights(u_kind="bottom"))
 
 
 def test_uncertainty_takes_the_most_uncertain():

@@ -7,7 +7,8 @@ uses it for the three signals:
 
 - embeddings for R and D: the model's pooled encoder output (`embedding="model"`) or the pooled
   feature rows (`embedding="features"`);
-- U: the spread of MC-dropout scores. MC-dropout is used rather than an ensemble because the
+- U: the spread of MC-dropout scores (or, with `Weights.u_kind="top"`, the share of MC-dropout
+  samples that put the program among its task's top `top_fraction`). MC-dropout is used rather than an ensemble because the
   dropout sits in the model's head only, so n samples cost one body pass plus n tiny head passes,
   where an ensemble of n would multiply the training time (the expensive part on 2 cores) by n;
 - p (for biased_diversity): the mean MC score.
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .strategies import Weights, per_task_budget, select
+from .strategies import Weights, per_task_budget, select, top_probability
 
 
 class LookupOracle:
@@ -75,18 +76,16 @@ def feature_embedding(data, idx) -> np.ndarray:
 
 
 def model_signals(model, data, idx, mc_samples: int, batch: int = 256):
-    """(embedding, uncertainty, mean score) of programs idx from a trained model."""
+    """(embedding, MC-dropout score samples [mc_samples, N]) of programs idx from a trained model."""
     import torch
 
-    emb, u, p = [], [], []
+    emb, samples = [], []
     with torch.no_grad():
         for a in range(0, len(idx), batch):
             x = data.inputs(idx[a:a + batch])
             emb.append(model.embedding(x[0], x[1]).numpy())
-            s = model.mc_scores(*x, n=mc_samples).numpy()
-            u.append(s.std(0))
-            p.append(s.mean(0))
-    return np.concatenate(emb), np.concatenate(u), np.concatenate(p)
+            samples.append(model.mc_scores(*x, n=mc_samples).numpy())
+    return np.concatenate(emb), np.concatenate(samples, axis=1)
 
 
 def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool = True) -> SamplingResult:
@@ -114,10 +113,11 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
             picks = select(method, x, group, budget, selected, weights=config.weights, rng=rng,
                            threads=config.threads or 0)
         else:
-            emb, u, p = model_signals(model, data, pool, config.mc_samples)
+            emb, samples = model_signals(model, data, pool, config.mc_samples)
             x = emb if config.embedding == "model" else feature_embedding(data, pool)
-            picks = select(config.method, x, group, budget, selected, u=u, p=p, weights=config.weights,
-                           rng=rng, threads=config.threads or 0)
+            q = top_probability(samples, group, config.weights.top_fraction)
+            picks = select(config.method, x, group, budget, selected, u=samples.std(0), p=samples.mean(0),
+                           q=q, weights=config.weights, rng=rng, threads=config.threads or 0)
         t_select = time.perf_counter() - t0
         costs[picks] = oracle.measure(pool[picks])
         selected[picks] = True

@@ -8,7 +8,10 @@ measured, given program embeddings `x` (rows), the model's uncertainty `u` and p
 - rdu:               wr * R + wd * D + wu * U, greedy (D updated after every pick); U is the
                      spread of the model's scores sigma, plus u_speed x the predicted score p when
                      u_speed > 0 (then U is an upper confidence bound p + sigma: for a Top-k
-                     metric only the programs that may be among the fastest need their rank known)
+                     metric only the programs that may be among the fastest need their rank known);
+                     with u_kind "top", U is instead the probability q that the program is among
+                     the top `top_fraction` of its task (over the MC-dropout samples, see
+                     top_probability): uncertain about the one question Top-k asks
 - rd:                R + D, no uncertainty
 - diversity:         D only: greedy k-center
 - biased_diversity:  D + bias * predicted speed (BALTO-like: diversity toward fast programs)
@@ -39,6 +42,8 @@ class Weights:
     u: float = 1.0
     bias: float = 1.0  # biased_diversity: weight of the predicted speed
     u_speed: float = 0.0  # rdu: U = sigma + u_speed * p (0: the spread alone; 1 was worse at 10%, README)
+    u_kind: str = "spread"  # rdu's U: "spread" (sigma, + u_speed * p) or "top" (q, top_probability)
+    top_fraction: float = 0.1  # u_kind "top": the share of a task's programs that counts as its top
     k: int = 10  # neighbours for R
 
 
@@ -54,13 +59,29 @@ def normalize_per_group(v, group) -> np.ndarray:
     return out
 
 
+def top_probability(samples, group, fraction: float = 0.1) -> np.ndarray:
+    """q[i]: the fraction of score samples (rows of `samples`, [n_samples, N]) in which program i
+    is among the ceil(fraction x size) highest-scored programs of its group (ties count as in)."""
+    samples = np.asarray(samples, np.float64)
+    group = np.asarray(group)
+    q = np.zeros(samples.shape[1], np.float64)
+    for g in np.unique(group):
+        idx = np.nonzero(group == g)[0]
+        k = max(1, int(np.ceil(fraction * len(idx))))
+        s = samples[:, idx]
+        kth = -np.partition(-s, k - 1, axis=1)[:, k - 1:k]  # the k-th highest score of each sample
+        q[idx] = (s >= kth).mean(0)
+    return q
+
+
 def representativeness(x, group, k: int = 10, threads: int = 0) -> np.ndarray:
     return 1.0 / (1.0 + kernels.knn_distance(x, group, k, threads))
 
 
 def select(method: str, x, group, budget, selected=None, u=None, p=None, weights: Weights = Weights(),
-           rng: np.random.Generator | None = None, threads: int = 0) -> np.ndarray:
-    """Indices of the programs to measure next (see module doc)."""
+           rng: np.random.Generator | None = None, threads: int = 0, q=None) -> np.ndarray:
+    """Indices of the programs to measure next (see module doc); q: top_probability of the
+    programs, for rdu with u_kind "top"."""
     if method not in METHODS:
         raise ValueError(f"unknown sampling method {method!r}; choose one of {', '.join(METHODS)}")
     x = np.asarray(x, np.float32)
@@ -68,7 +89,12 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
     n = len(group)
     selected = np.zeros(n, bool) if selected is None else np.asarray(selected, bool)
     budget = np.asarray(budget, np.int64)
-    if method in ("rdu", "uncertainty") and u is None:
+    if weights.u_kind not in ("spread", "top"):
+        raise ValueError(f"u_kind must be 'spread' or 'top', not {weights.u_kind!r}")
+    top_u = method == "rdu" and weights.u_kind == "top"
+    if top_u and q is None:
+        raise ValueError("rdu with u_kind 'top' needs the top probabilities q")
+    if (method == "uncertainty" or (method == "rdu" and not top_u)) and u is None:
         raise ValueError(f"{method} needs the model's uncertainty u")
     if (method == "biased_diversity" or (method == "rdu" and weights.u_speed)) and p is None:
         raise ValueError(f"{method} needs the model's predicted scores p")
@@ -96,7 +122,9 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
         r, un, wts = normalize_per_group(p, group), zeros, (w.bias, 1.0, 0.0)
     else:
         r = normalize_per_group(representativeness(x, group, w.k, threads), group)
-        if method == "rdu":
+        if top_u:
+            un = normalize_per_group(q, group)
+        elif method == "rdu":
             un = np.asarray(u, np.float64) + (w.u_speed * np.asarray(p, np.float64) if w.u_speed else 0.0)
             un = normalize_per_group(un, group)
         else:
