@@ -64,7 +64,7 @@ def run_one(path, method, rate, seed, args) -> dict:
     else:
         cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
                              min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding,
-                             average_last=args.average_last, weights=Weights(u_speed=args.u_speed))
+                             average_last=args.average_last, weights=rdu_weights(args))
         model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
     scores = score_tasks(model, data, test_ids)
     pooled = scores["pooled"]

@@ -218,6 +218,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    "epochs (default 0: the last epoch's weights; 0.5 was worse at 10%%, see the README)")
     s.add_argument("--embedding", choices=["model", "features"], default="model",
                    help="what R and D measure distances on")
+    s.add_argument("--u-kind", choices=["spread", "top"], default="spread",
+                   help="rdu's Uncertainty: the spread of the MC-dropout scores, or the share of MC-dropout "
+                   "samples that put the program in its task's top 10%% (see the README)")
     s.add_argument("--measure", choices=["lookup", "tvm"], default="lookup")
     s.add_argument("--measure-out", default="datasets/sampled", help="where --measure tvm writes")
     s.add_argument("--target", default=None, help="TVM target for --measure tvm (default: this CPU)")
@@ -333,6 +336,7 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
 def _sample(args):
     from .features import featurize
     from .sampling.sampler import LookupOracle, SamplingConfig, run_sampling
+    from .sampling.strategies import Weights
     from .train import ProgramData, save_checkpoint, score_tasks, split_tasks
 
     fs = featurize(args.paths)
@@ -341,7 +345,7 @@ def _sample(args):
     fraction = args.fraction if args.fraction is not None or args.count is not None else 0.1
     cfg = SamplingConfig(method=args.method, fraction=fraction, count=args.count, rounds=args.rounds,
                          epochs=args.epochs, embedding=args.embedding, seed=args.seed, threads=args.threads,
-                         average_last=args.average_last)
+                         average_last=args.average_last, weights=Weights(u_kind=args.u_kind))
     if args.measure == "tvm":
         from .tvm.oracle import TVMOracle
 

@@ -7,6 +7,7 @@ pytest.importorskip("torch")
 
 import tcl  # noqa: E402
 from tcl.sampling.sampler import LookupOracle, SamplingConfig, run_sampling  # noqa: E402
+from tcl.sampling.strategies import Weights  # noqa: E402
 from tcl.train import ProgramData  # noqa: E402
 from test_features import MS_FIXTURE  # noqa: E402
 
@@ -16,10 +17,12 @@ def data():
     return ProgramData(tcl.featurize(MS_FIXTURE))
 
 
-@pytest.mark.parametrize("method", ["rdu", "random", "biased_diversity"])
-def test_rounds_spend_the_per_task_budget(data, method):
+@pytest.mark.parametrize("method,u_kind", [("rdu", "spread"), ("rdu", "top"), ("random", "spread"),
+                                           ("biased_diversity", "spread")])
+def test_rounds_spend_the_per_task_budget(data, method, u_kind):
     oracle = LookupOracle(data.cost)
-    cfg = SamplingConfig(method=method, fraction=0.25, rounds=2, epochs=2, mc_samples=4, threads=1)
+    cfg = SamplingConfig(method=method, fraction=0.25, rounds=2, epochs=2, mc_samples=4, threads=1,
+                         weights=Weights(u_kind=u_kind))
     res = run_sampling(data, [0, 1], cfg, oracle, progress=False)
     assert oracle.calls == 2 and len(res.rounds) == 2
     assert len(set(res.selected.tolist())) == len(res.selected)
@@ -46,7 +49,8 @@ def test_tcl_sample_cli_lookup(tmp_path):
 
     out = tmp_path / "picks.json"
     rc = main(["sample", str(MS_FIXTURE), "--out", str(out), "--fraction", "0.25", "--rounds", "2",
-               "--epochs", "2", "--threads", "1", "--quiet", "--model-out", str(tmp_path / "m.pt")])
+               "--epochs", "2", "--threads", "1", "--quiet", "--model-out", str(tmp_path / "m.pt"),
+               "--u-kind", "top"])
     assert rc == 0
     import json
 
