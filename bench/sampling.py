@@ -299,7 +299,8 @@ def main(argv=None):
     # so a stopped grid has already answered it
     todo = [(name, "all" if rate >= 1.0 else m, rate, seed) for seed in args.seeds for rate in args.rates
             for name in names for m in (["all"] if rate >= 1.0 else args.methods)]
-    todo = sorted((t for t in todo if t not in runs or not complete(runs[t])), key=lambda t: (t[2] not in (0.1, 1.0), t[3], -t[2]))
+    todo = sorted((t for t in todo if t not in runs or not complete(runs[t])),
+                  key=lambda t: (t[2] not in (0.1, 1.0), t[3], -t[2]))
     if args.report_only:
         todo = []
     print(f"accuracy: {len(todo)} runs to do ({sum(map(complete, runs.values()))} stored with every metric), "

@@ -8,9 +8,10 @@ uses it for the three signals:
 - embeddings for R and D: the model's pooled encoder output (`embedding="model"`) or the pooled
   feature rows (`embedding="features"`);
 - U: the spread of MC-dropout scores (or, with `Weights.u_kind="top"`, the share of MC-dropout
-  samples that put the program among its task's top `top_fraction`). MC-dropout is used rather than an ensemble because the
-  dropout sits in the model's head only, so n samples cost one body pass plus n tiny head passes,
-  where an ensemble of n would multiply the training time (the expensive part on 2 cores) by n;
+  samples that put the program among its task's top `top_fraction`). MC-dropout is used rather
+  than an ensemble because the dropout sits in the model's head only, so n samples cost one body
+  pass plus n tiny head passes, where an ensemble of n would multiply the training time (the
+  expensive part on 2 cores) by n;
 - p (for biased_diversity): the mean MC score.
 
 Labels are recomputed from the measured programs only (best measured latency of the task /
@@ -115,7 +116,8 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
         else:
             emb, samples = model_signals(model, data, pool, config.mc_samples)
             x = emb if config.embedding == "model" else feature_embedding(data, pool)
-            q = top_probability(samples, group, config.weights.top_fraction)
+            top = config.weights.u_kind == "top"
+            q = top_probability(samples, group, config.weights.top_fraction) if top else None
             picks = select(config.method, x, group, budget, selected, u=samples.std(0), p=samples.mean(0),
                            q=q, weights=config.weights, rng=rng, threads=config.threads or 0)
         t_select = time.perf_counter() - t0
