@@ -74,7 +74,7 @@ def run_one(path, method, rate, seed, args) -> dict:
 
 def rdu_weights(args) -> Weights:
     r, d, u = args.rdu_weights
-    return Weights(r=r, d=d, u=u, u_speed=args.u_speed, u_kind=args.u_kind)
+    return Weights(r=r, d=d, u=u, u_speed=args.u_speed, u_kind=args.u_kind, r_kind=args.r_kind)
 
 
 def task_means(per_task: dict) -> dict:
@@ -90,10 +90,10 @@ def task_means(per_task: dict) -> dict:
 # settings a stored run must share to be reused
 SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction", "average_last")
 # ... and those only the rdu runs must share
-SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind")
+SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind", "r_kind")
 # runs stored before a setting was added ran with this value of it
 SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],
-                               "u_kind": "spread"}
+                               "u_kind": "spread", "r_kind": "density"}
 # what a run measures; runs stored before the task mean existed lack it and are run again when asked for
 RUN_FIELDS = ("top1", "top5", "task_top1", "task_top5")
 
@@ -113,11 +113,13 @@ def stored_runs(detail_path: Path, args) -> dict:
         print(f"{detail_path} holds other settings; starting over")
         return {}
     same_rdu = all(settings.get(k) == getattr(args, k) for k in SAME_RDU_RUN)
+    # rd is rdu without U: its R's kind and the R and D weights are rdu's
+    same_r = settings["r_kind"] == args.r_kind and settings["rdu_weights"][:2] == args.rdu_weights[:2]
     found = {}
     for platform, methods in old.get("accuracy", {}).items():
         for method, by_rate in methods.items():
             for rate, entry in by_rate.items():
-                if method == "rdu" and float(rate) < 1.0 and not same_rdu:
+                if float(rate) < 1.0 and ((method == "rdu" and not same_rdu) or (method == "rd" and not same_r)):
                     continue
                 for r in entry["runs"]:
                     m = "all" if float(rate) >= 1.0 else method
@@ -170,7 +172,7 @@ def paired(runs: dict, method: str = "rdu", metric: str = "top1") -> dict:
     return out
 
 
-def speed(sizes, task_size, dim, methods=("rdu",)) -> dict:
+def speed(sizes, task_size, dim) -> dict:
     rng = np.random.default_rng(0)
     out = {}
     for n in sizes:
@@ -182,8 +184,13 @@ def speed(sizes, task_size, dim, methods=("rdu",)) -> dict:
         select("rdu", x, group, budget, u=u)
         cpp = time.perf_counter() - t0
         t0 = time.perf_counter()
-        r = normalize_per_group(1 / (1 + reference.knn_distance(x, group, 10)), group)
-        reference.greedy_select(x, group, budget, r, normalize_per_group(u, group), None, (1, 1, 1))
+        w = Weights()
+        weights = (w.r, w.d, w.u)
+        if w.r_kind == "coverage":
+            reference.greedy_select_coverage(x, group, budget, normalize_per_group(u, group), None, weights, w.k)
+        else:
+            r = normalize_per_group(1 / (1 + reference.knn_distance(x, group, w.k)), group)
+            reference.greedy_select(x, group, budget, r, normalize_per_group(u, group), None, weights)
         ref = time.perf_counter() - t0
         out[str(n)] = {"cpp_seconds": cpp, "numpy_seconds": ref, "speedup": ref / cpp}
         print(f"  {n:>7} programs: C++ {cpp:7.2f} s   numpy {ref:8.2f} s   {ref / cpp:6.1f}x", flush=True)
@@ -276,6 +283,9 @@ def main(argv=None):
     p.add_argument("--u-kind", choices=["spread", "top"], default=Weights().u_kind,
                    help="rdu's U: the MC-dropout spread, or the share of MC samples that rank the program in "
                    "its task's top 10%% (default %(default)s)")
+    p.add_argument("--r-kind", choices=["density", "coverage"], default=Weights().r_kind,
+                   help="R of rdu and rd: kNN density, or the coverage (facility-location) gain updated after "
+                   "every pick (default %(default)s)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--speed-sizes", nargs="*", type=int, default=[10_000, 50_000, 100_000])
@@ -307,7 +317,8 @@ def main(argv=None):
           f"{args.jobs} at once")
     res = {"load_average_before": os.getloadavg()}
     stored_detail = json.loads(detail_path.read_text()) if detail_path.is_file() and not args.fresh else {}
-    speed_settings = {"sizes": args.speed_sizes, "task_size": args.task_size, "dim": args.dim}
+    speed_settings = {"sizes": args.speed_sizes, "task_size": args.task_size, "dim": args.dim,
+                      "r_kind": Weights().r_kind}  # the default R is what is timed
     if stored_detail.get("speed") and stored_detail.get("speed_settings") == speed_settings:
         # measured before; kept in every write, so that a stopped run does not lose it
         res["speed"], res["speed_settings"] = stored_detail["speed"], speed_settings

@@ -188,7 +188,7 @@ py::array_t<float> min_distance_py(const F32& x, const F32& y, int threads) {
 
 py::array_t<int64_t> greedy_select_py(const F32& x, const I32& group, const I64& budget, const F32& r,
                                       const F32& u, const U8& selected, float wr, float wd, float wu,
-                                      int threads) {
+                                      int coverage_k, int threads) {
   int d = check_rows(x, "x");
   py::ssize_t n = x.shape(0);
   check_len(group.size(), n, "group");
@@ -199,7 +199,7 @@ py::array_t<int64_t> greedy_select_py(const F32& x, const I32& group, const I64&
   {
     py::gil_scoped_release release;
     picks = greedy_select(x.data(), n, d, group.data(), budget.data(), budget.size(), r.data(),
-                          u.data(), selected.data(), wr, wd, wu, threads);
+                          u.data(), selected.data(), wr, wd, wu, coverage_k, threads);
   }
   auto m = static_cast<py::ssize_t>(picks.size());
   return to_numpy(std::move(picks), {m});
@@ -234,7 +234,9 @@ PYBIND11_MODULE(_core, m) {
         "Distance from each row of x to the nearest row of y.");
   m.def("greedy_select", &greedy_select_py, py::arg("x"), py::arg("group"), py::arg("budget"),
         py::arg("r"), py::arg("u"), py::arg("selected"), py::arg("wr"), py::arg("wd"), py::arg("wu"),
-        py::arg("threads") = 0, "Greedy R+D+U batch selection per group; returns row indices.");
+        py::arg("coverage_k") = 0, py::arg("threads") = 0,
+        "Greedy R+D+U batch selection per group (R: r, or the kNN coverage gain when coverage_k > 0); "
+        "returns row indices.");
   m.def("string_code", [](const std::string& s) { return string_code(s); });
   m.def("pragma_value", [](const std::string& s) { return pragma_value(s); });
   m.def("name_tags", [](const std::string& s) {

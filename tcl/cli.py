@@ -4,6 +4,7 @@ tvm) are imported only by the subcommands that need them, so `tcl --help` stays 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import defaultdict
@@ -218,9 +219,13 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    "epochs (default 0: the last epoch's weights; 0.5 was worse at 10%%, see the README)")
     s.add_argument("--embedding", choices=["model", "features"], default="model",
                    help="what R and D measure distances on")
-    s.add_argument("--u-kind", choices=["spread", "top"], default="spread",
+    s.add_argument("--u-kind", choices=["spread", "top"], default=None,
                    help="rdu's Uncertainty: the spread of the MC-dropout scores, or the share of MC-dropout "
-                   "samples that put the program in its task's top 10%% (see the README)")
+                   "samples that put the program in its task's top 10%% (default: Weights in "
+                   "tcl/sampling/strategies.py; see the README)")
+    s.add_argument("--r-kind", choices=["density", "coverage"], default=None,
+                   help="rdu's and rd's Representativeness: kNN density, or the coverage gain on the kNN graph, "
+                   "updated after every pick (default: Weights in tcl/sampling/strategies.py; see the README)")
     s.add_argument("--measure", choices=["lookup", "tvm"], default="lookup")
     s.add_argument("--measure-out", default="datasets/sampled", help="where --measure tvm writes")
     s.add_argument("--target", default=None, help="TVM target for --measure tvm (default: this CPU)")
@@ -343,9 +348,11 @@ def _sample(args):
     data = ProgramData(fs)
     pool_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
     fraction = args.fraction if args.fraction is not None or args.count is not None else 0.1
+    kinds = {k: v for k, v in (("u_kind", args.u_kind), ("r_kind", args.r_kind)) if v is not None}
+    weights = dataclasses.replace(Weights(), **kinds)
     cfg = SamplingConfig(method=args.method, fraction=fraction, count=args.count, rounds=args.rounds,
                          epochs=args.epochs, embedding=args.embedding, seed=args.seed, threads=args.threads,
-                         average_last=args.average_last, weights=Weights(u_kind=args.u_kind))
+                         average_last=args.average_last, weights=weights)
     if args.measure == "tvm":
         from .tvm.oracle import TVMOracle
 

@@ -15,7 +15,7 @@ spec.loader.exec_module(sampling)
 
 SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2,
             "average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],
-            "u_kind": "spread"}
+            "u_kind": "spread", "r_kind": "density"}
 
 
 def _run(platform, method, rate, seed, top1):
@@ -52,6 +52,15 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "u_speed": 1.0}))) == {("p", "all", 1.0, 0)}
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [0.0, 1.0, 1.0]}))) == {
         ("p", "all", 1.0, 0)}
+    # R's kind and the R, D weights are shared by rdu and rd (rdu without U), and by no other method
+    runs[("p", "rd", 0.1, 0)] = _run("p", "rd", 0.1, 0, 0.4)
+    runs[("p", "random", 0.1, 0)] = _run("p", "random", 0.1, 0, 0.3)
+    path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", "rd", "random"]), "settings": older}))
+    kept = {("p", "all", 1.0, 0), ("p", "random", 0.1, 0)}
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "r_kind": "coverage"}))) == kept
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [0.5, 1.0, 1.0]}))) == kept
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [1.0, 1.0, 0.5]}))) == {
+        *kept, ("p", "rd", 0.1, 0)}
 
 
 def test_runs_stored_before_the_task_mean_count_for_the_pooled_score_only():

@@ -44,6 +44,28 @@ def test_greedy_select(weights):
     assert not selected[got].any() and len(set(got.tolist())) == len(got)
 
 
+@pytest.mark.parametrize("weights,k", [((1, 1, 1), 10), ((1, 0, 0), 3), ((0.5, 1, 2), 25)])
+def test_greedy_select_coverage(weights, k):
+    x, g, rng = data()
+    u = rng.random(len(x))
+    selected = rng.random(len(x)) < 0.05
+    budget = [10, 0, 25, 200]
+    got = kernels.greedy_select(x, g, budget, np.zeros(len(x)), u, selected, weights, threads=2, coverage_k=k)
+    want = reference.greedy_select_coverage(x, g, budget, u, selected, weights, k)
+    np.testing.assert_array_equal(got, want)
+    assert not selected[got].any() and len(set(got.tolist())) == len(got)
+
+
+def test_coverage_gain_moves_on_once_a_cluster_is_covered():
+    # Two tight clusters, the first twice as big: R alone takes a point of the big one first,
+    # then the small one (its points now gain more than the big cluster's), unlike fixed density.
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0, 0.01, (20, 2)), rng.normal(5, 0.01, (10, 2))]).astype(np.float32)
+    picks = kernels.greedy_select(x, np.zeros(30, np.int32), [2], np.zeros(30), np.zeros(30), None, (1, 0, 0),
+                                  coverage_k=9)
+    assert picks[0] < 20 and picks[1] >= 20
+
+
 def test_pure_diversity_is_k_center():
     # With only D, the second pick is the farthest point from the first: on a line, the other end.
     x = np.array([[0.0], [1.0], [2.0], [10.0]], np.float32)

@@ -17,12 +17,13 @@ def data():
     return ProgramData(tcl.featurize(MS_FIXTURE))
 
 
-@pytest.mark.parametrize("method,u_kind", [("rdu", "spread"), ("rdu", "top"), ("random", "spread"),
-                                           ("biased_diversity", "spread")])
-def test_rounds_spend_the_per_task_budget(data, method, u_kind):
+@pytest.mark.parametrize("method,u_kind,r_kind", [("rdu", "spread", "density"), ("rdu", "top", "density"),
+                                                  ("rdu", "spread", "coverage"), ("random", "spread", "density"),
+                                                  ("biased_diversity", "spread", "density")])
+def test_rounds_spend_the_per_task_budget(data, method, u_kind, r_kind):
     oracle = LookupOracle(data.cost)
     cfg = SamplingConfig(method=method, fraction=0.25, rounds=2, epochs=2, mc_samples=4, threads=1,
-                         weights=Weights(u_kind=u_kind))
+                         weights=Weights(u_kind=u_kind, r_kind=r_kind))
     res = run_sampling(data, [0, 1], cfg, oracle, progress=False)
     assert oracle.calls == 2 and len(res.rounds) == 2
     assert len(set(res.selected.tolist())) == len(res.selected)
@@ -50,7 +51,7 @@ def test_tcl_sample_cli_lookup(tmp_path):
     out = tmp_path / "picks.json"
     rc = main(["sample", str(MS_FIXTURE), "--out", str(out), "--fraction", "0.25", "--rounds", "2",
                "--epochs", "2", "--threads", "1", "--quiet", "--model-out", str(tmp_path / "m.pt"),
-               "--u-kind", "top"])
+               "--u-kind", "top", "--r-kind", "coverage"])
     assert rc == 0
     import json
 

@@ -34,6 +34,21 @@ def test_rdu_matches_reference_composition():
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("method", ["rdu", "rd"])
+def test_coverage_r_matches_reference(method):
+    x, g, rng = pool()
+    u = rng.random(len(g))
+    selected = rng.random(len(g)) < 0.1
+    w = Weights(r=0.5, d=1.0, u=2.0, k=7, r_kind="coverage")
+    budget = per_task_budget(g, fraction=0.2)
+    got = select(method, x, g, budget, selected, u=u, weights=w)
+    want = reference.greedy_select_coverage(x, g, budget, normalize_per_group(u, g), selected,
+                                            (0.5, 1.0, 2.0 if method == "rdu" else 0.0), 7)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="r_kind"):
+        select(method, x, g, budget, u=u, weights=Weights(r_kind="dense"))
+
+
 def test_rdu_u_speed_adds_the_predicted_score_to_the_spread():
     x, g, rng = pool()
     u, p = rng.random(len(g)) * 0.1, rng.random(len(g))

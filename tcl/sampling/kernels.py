@@ -23,12 +23,15 @@ def min_distance(x, y, threads: int = 0) -> np.ndarray:
     return _core.min_distance(x, y, int(threads))
 
 
-def greedy_select(x, group, budget, r, u, selected=None, weights=(1.0, 1.0, 1.0), threads: int = 0) -> np.ndarray:
-    """Picks budget[g] new rows of each group g, one at a time, by wr*r + wd*D + wu*u.
+def greedy_select(x, group, budget, r, u, selected=None, weights=(1.0, 1.0, 1.0), threads: int = 0,
+                  coverage_k: int = 0) -> np.ndarray:
+    """Picks budget[g] new rows of each group g, one at a time, by wr*R + wd*D + wu*u.
 
     D is each candidate's distance to the nearest selected row (already `selected` ones and the
     picks so far), divided by its maximum over the remaining candidates; r and u must already be
-    normalised (e.g. to [0, 1]). Returns the picked row indices, group by group, in pick order.
+    normalised (e.g. to [0, 1]). R is r, or with coverage_k > 0 the coverage gain on each group's
+    coverage_k-nearest-neighbour graph (reference.greedy_select_coverage; r is then ignored).
+    Returns the picked row indices, group by group, in pick order.
     """
     x = _rows(x)
     n = x.shape[0]
@@ -36,4 +39,4 @@ def greedy_select(x, group, budget, r, u, selected=None, weights=(1.0, 1.0, 1.0)
     wr, wd, wu = (float(w) for w in weights)
     return _core.greedy_select(x, np.asarray(group, np.int32), np.asarray(budget, np.int64),
                                np.asarray(r, np.float32), np.asarray(u, np.float32), sel,
-                               wr, wd, wu, int(threads))
+                               wr, wd, wu, int(coverage_k), int(threads))

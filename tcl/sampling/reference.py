@@ -51,3 +51,60 @@ def greedy_select(x, group, budget, r, u, selected=None, weights=(1.0, 1.0, 1.0)
             picks.append(cand[b])
             md = np.minimum(md, np.sqrt(((x[cand] - x[cand[b]]) ** 2).sum(-1)))
     return np.array(picks, np.int64)
+
+
+def coverage_similarity(x, k: int = 10) -> np.ndarray:
+    """S[j, i] = exp(-||x_j - x_i|| / scale) where i is j itself or one of j's k nearest rows, else 0;
+    scale = the mean distance to the k nearest rows (so S does not depend on the embedding's units)."""
+    x = np.asarray(x, np.float64)
+    n = len(x)
+    d = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+    kk = min(k, n - 1)
+    s = np.zeros((n, n))
+    if kk <= 0:
+        np.fill_diagonal(s, 1.0)
+        return s
+    off = d + np.diag(np.full(n, np.inf))
+    nn = np.argsort(off, axis=1, kind="stable")[:, :kk]
+    rows = np.arange(n)[:, None]
+    scale = off[rows, nn].mean()
+    s[rows, nn] = np.exp(-off[rows, nn] / scale) if scale > 0 else 1.0
+    np.fill_diagonal(s, 1.0)
+    return s
+
+
+def greedy_select_coverage(x, group, budget, u, selected=None, weights=(1.0, 1.0, 1.0), k: int = 10) -> np.ndarray:
+    """greedy_select with R = the coverage gain, recomputed after every pick: how much choosing i
+    raises sum_j max_{s chosen} S[j, s] (a facility-location objective over the kNN graph,
+    coverage_similarity), over its maximum among the remaining candidates. Dense programs score high
+    until their neighbourhood is covered; then their R falls, so R stops pulling picks together."""
+    x = np.asarray(x, np.float64)
+    group = np.asarray(group)
+    u = np.asarray(u, np.float64)
+    selected = np.zeros(len(x), bool) if selected is None else np.asarray(selected, bool)
+    wr, wd, wu = weights
+    picks = []
+    for g in range(len(budget)):
+        idx = np.nonzero(group == g)[0]
+        if len(idx) == 0:
+            continue
+        s = coverage_similarity(x[idx], k)
+        chosen = selected[idx].copy()
+        best = (s * chosen[None, :]).max(1)  # 0 where nothing chosen covers j
+        md = min_distance(x[idx], x[idx[chosen]])
+        for _ in range(min(budget[g], int((~chosen).sum()))):
+            gain = np.maximum(s - best[:, None], 0.0).sum(0)
+            left = ~chosen
+            max_gain = gain[left].max()
+            rn = gain / max_gain if max_gain > 0 else np.zeros(len(idx))
+            finite = left & np.isfinite(md)
+            max_md = md[finite].max() if finite.any() else 0.0
+            dn = np.where(np.isfinite(md), md / max_md if max_md > 0 else 0.0, 1.0)
+            score = wr * rn + wd * dn + wu * u[idx]
+            score[chosen] = -np.inf
+            b = int(np.argmax(score))
+            chosen[b] = True
+            picks.append(idx[b])
+            best = np.maximum(best, s[:, b])
+            md = np.minimum(md, np.sqrt(((x[idx] - x[idx[b]]) ** 2).sum(-1)))
+    return np.array(picks, np.int64)

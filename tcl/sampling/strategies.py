@@ -18,7 +18,11 @@ measured, given program embeddings `x` (rows), the model's uncertainty `u` and p
 - uncertainty:       the most uncertain programs (ALT-like)
 - random:            uniform within each task
 
-R (representativeness) = 1 / (1 + mean distance to the k nearest neighbours in the task);
+R (representativeness), r_kind "density": 1 / (1 + mean distance to the k nearest neighbours in the
+task), fixed during a round; r_kind "coverage": the gain in a facility-location objective on the
+task's kNN graph (how much of the not-yet-covered neighbourhood the program would stand for,
+kernels.greedy_select with coverage_k), updated after every pick so that a dense region stops
+pulling once one of its programs is picked.
 D (diversity) = distance to the nearest measured/picked program, over its maximum.
 """
 
@@ -44,6 +48,7 @@ class Weights:
     u_speed: float = 0.0  # rdu: U = sigma + u_speed * p (0: the spread alone; 1 was worse at 10%, README)
     u_kind: str = "spread"  # rdu's U: "spread" (sigma, + u_speed * p) or "top" (q, top_probability)
     top_fraction: float = 0.1  # u_kind "top": the share of a task's programs that counts as its top
+    r_kind: str = "density"  # R: "density" (kNN, fixed) or "coverage" (facility-location gain, updated per pick)
     k: int = 10  # neighbours for R
 
 
@@ -89,6 +94,8 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
     n = len(group)
     selected = np.zeros(n, bool) if selected is None else np.asarray(selected, bool)
     budget = np.asarray(budget, np.int64)
+    if weights.r_kind not in ("density", "coverage"):
+        raise ValueError(f"r_kind must be 'density' or 'coverage', not {weights.r_kind!r}")
     if weights.u_kind not in ("spread", "top"):
         raise ValueError(f"u_kind must be 'spread' or 'top', not {weights.u_kind!r}")
     top_u = method == "rdu" and weights.u_kind == "top"
@@ -121,7 +128,8 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
     elif method == "biased_diversity":
         r, un, wts = normalize_per_group(p, group), zeros, (w.bias, 1.0, 0.0)
     else:
-        r = normalize_per_group(representativeness(x, group, w.k, threads), group)
+        coverage = w.r_kind == "coverage"
+        r = zeros if coverage else normalize_per_group(representativeness(x, group, w.k, threads), group)
         if top_u:
             un = normalize_per_group(q, group)
         elif method == "rdu":
@@ -130,6 +138,8 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
         else:
             un = zeros
         wts = (w.r, w.d, w.u if method == "rdu" else 0.0)
+        if coverage:
+            return kernels.greedy_select(x, group, budget, zeros, un, selected, wts, threads, coverage_k=w.k)
     return kernels.greedy_select(x, group, budget, r, un, selected, wts, threads)
 
 
