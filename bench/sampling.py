@@ -150,8 +150,8 @@ def summarise(runs: dict, methods) -> dict:
 def paired(runs: dict, method: str = "rdu", metric: str = "top1") -> dict:
     """Per rate below 1.0, `method` against each other method and against all the data, run by run on
     the same (platform, seed): with seed spreads as wide as the gaps between the means, counting the
-    pairs says more than comparing means. {rate: {other: {pairs, ahead, mean_diff}, "all": {pairs,
-    mean_ratio, at_least_97pct}}}."""
+    pairs says more than comparing means. {rate: {other: {pairs, ahead, mean_diff, diff_stderr},
+    "all": {pairs, mean_ratio, at_least_97pct}}}."""
     out: dict = {}
     rates = sorted({rate for (_, m, rate, _) in runs if m == method and rate < 1.0})
     for rate in rates:
@@ -161,7 +161,9 @@ def paired(runs: dict, method: str = "rdu", metric: str = "top1") -> dict:
         for (pl, m, rt, seed), r in runs.items():
             if rt == rate and m != method and (pl, seed) in mine and metric in r:
                 by_other[m].append(mine[(pl, seed)] - r[metric])
-        entry = {m: {"pairs": len(d), "ahead": sum(x > 0 for x in d), "mean_diff": statistics.mean(d)}
+        entry = {m: {"pairs": len(d), "ahead": sum(x > 0 for x in d), "mean_diff": statistics.mean(d),
+                     # standard error of the mean difference: a gap within ~2 of it is noise
+                     "diff_stderr": statistics.stdev(d) / len(d) ** 0.5 if len(d) > 1 else None}
                  for m, d in sorted(by_other.items())}
         ratios = [mine[(pl, seed)] / r[metric] for (pl, m, rt, seed), r in runs.items()
                   if m == "all" and (pl, seed) in mine and metric in r]
@@ -178,19 +180,17 @@ def speed(sizes, task_size, dim) -> dict:
     for n in sizes:
         x = rng.normal(size=(n, dim)).astype(np.float32)
         group = (np.arange(n) // task_size).astype(np.int32)
-        u = rng.random(n)
+        u, p = rng.random(n), rng.random(n)
         budget = per_task_budget(group, fraction=0.1)
         t0 = time.perf_counter()
-        select("rdu", x, group, budget, u=u)
+        select("rdu", x, group, budget, u=u, p=p)  # the default weights
         cpp = time.perf_counter() - t0
         t0 = time.perf_counter()
         w = Weights()
-        weights = (w.r, w.d, w.u)
-        if w.r_kind == "coverage":
-            reference.greedy_select_coverage(x, group, budget, normalize_per_group(u, group), None, weights, w.k)
-        else:
-            r = normalize_per_group(1 / (1 + reference.knn_distance(x, group, w.k)), group)
-            reference.greedy_select(x, group, budget, r, normalize_per_group(u, group), None, weights)
+        weights, un = (w.r, w.d, w.u), normalize_per_group(u + w.u_speed * p, group)
+        coverage = w.r_kind == "coverage"
+        r = np.zeros(n) if coverage else normalize_per_group(1 / (1 + reference.knn_distance(x, group, w.k)), group)
+        reference.greedy_select(x, group, budget, r, un, None, weights, coverage_k=w.k if coverage else 0)
         ref = time.perf_counter() - t0
         out[str(n)] = {"cpp_seconds": cpp, "numpy_seconds": ref, "speedup": ref / cpp}
         print(f"  {n:>7} programs: C++ {cpp:7.2f} s   numpy {ref:8.2f} s   {ref / cpp:6.1f}x", flush=True)
@@ -236,7 +236,8 @@ def print_paired(pairs, metric: str = "top1"):
                 print(f"  vs all the data: {e['mean_ratio']:.3f} of its Top-1 on average, >= 97% in "
                       f"{e['at_least_97pct']} of {e['pairs']}")
             else:
-                print(f"  vs {m:<17} ahead in {e['ahead']} of {e['pairs']}, mean difference {e['mean_diff']:+.3f}")
+                se = f" ± {e['diff_stderr']:.3f}" if e.get("diff_stderr") is not None else ""
+                print(f"  vs {m:<17} ahead in {e['ahead']} of {e['pairs']}, mean difference {e['mean_diff']:+.3f}{se}")
 
 
 def plot(results, path):
@@ -318,7 +319,7 @@ def main(argv=None):
     res = {"load_average_before": os.getloadavg()}
     stored_detail = json.loads(detail_path.read_text()) if detail_path.is_file() and not args.fresh else {}
     speed_settings = {"sizes": args.speed_sizes, "task_size": args.task_size, "dim": args.dim,
-                      "r_kind": Weights().r_kind}  # the default R is what is timed
+                      "weights": str(Weights())}  # the default weights are what is timed
     if stored_detail.get("speed") and stored_detail.get("speed_settings") == speed_settings:
         # measured before; kept in every write, so that a stopped run does not lose it
         res["speed"], res["speed_settings"] = stored_detail["speed"], speed_settings

@@ -32,9 +32,10 @@ inline float sqdist(const float* a, const float* b, int d) {
 void nearest(const float* x, int d, const std::vector<int64_t>& m, size_t p, size_t k,
              std::vector<std::pair<float, size_t>>& out) {
   out.clear();
+  if (k == 0) return;
   const float* xp = x + m[p] * d;
   for (size_t j = 0; j < m.size(); ++j) {
-    if (j == p || k == 0) continue;
+    if (j == p) continue;
     std::pair<float, size_t> c(sqdist(xp, x + m[j] * d, d), j);
     if (out.size() < k) {
       out.push_back(c);
@@ -55,7 +56,8 @@ void nearest(const float* x, int d, const std::vector<int64_t>& m, size_t p, siz
 // neighbourhoods the pick changed (O(k^2) per pick instead of a pass over the group).
 class Coverage {
  public:
-  Coverage(const float* x, int d, const std::vector<int64_t>& m, int k, const std::vector<uint8_t>& chosen)
+  Coverage(const float* x, int d, const std::vector<int64_t>& m, int k,
+           const std::vector<uint8_t>& chosen)
       : nbr_(m.size()), rev_(m.size()), best_(m.size(), 0.0), gain_(m.size(), 0.0) {
     size_t n = m.size();
     size_t kk = std::min<size_t>(static_cast<size_t>(k), n ? n - 1 : 0);
@@ -123,7 +125,8 @@ void knn_mean_distance(const float* x, int64_t n, int d, const int32_t* group, i
       nearest(x, d, m, rows[t].second, static_cast<size_t>(k), near);
       double sum = 0;
       for (auto& nb : near) sum += std::sqrt(static_cast<double>(nb.first));
-      out[m[rows[t].second]] = near.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(near.size()));
+      double cnt = static_cast<double>(near.size());
+      out[m[rows[t].second]] = near.empty() ? 0.0f : static_cast<float>(sum / cnt);
     }
   });
 }
@@ -179,7 +182,8 @@ std::vector<int64_t> greedy_select(const float* x, int64_t n, int d, const int32
       for (size_t c = 0; c < m.size(); ++c) {
         if (taken[c]) continue;
         float dn = !std::isfinite(md[c]) ? 1.0f : (max_md > 0 ? md[c] / max_md : 0.0f);
-        float rc = !cover ? r[m[c]] : (max_gain > 0 ? static_cast<float>(cover->gain(c) / max_gain) : 0.0f);
+        float rc = !cover ? r[m[c]]
+                          : (max_gain > 0 ? static_cast<float>(cover->gain(c) / max_gain) : 0.0f);
         float score = wr * rc + wd * dn + wu * u[m[c]];
         if (score > best_score) {
           best_score = score;

@@ -220,7 +220,8 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     s.add_argument("--embedding", choices=["model", "features"], default="model",
                    help="what R and D measure distances on")
     s.add_argument("--u-kind", choices=["spread", "top"], default=None,
-                   help="rdu's Uncertainty: the spread of the MC-dropout scores, or the share of MC-dropout "
+                   help="rdu's Uncertainty: the spread of the MC-dropout scores (plus their mean, with the "
+                   "default u_speed 1), or the share of MC-dropout "
                    "samples that put the program in its task's top 10%% (default: Weights in "
                    "tcl/sampling/strategies.py; see the README)")
     s.add_argument("--r-kind", choices=["density", "coverage"], default=None,

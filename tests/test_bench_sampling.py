@@ -6,6 +6,7 @@ import json
 from argparse import Namespace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,5 +112,6 @@ def test_paired_compares_rdu_run_by_run_on_the_same_platform_and_seed():
     assert list(p) == ["0.1"]
     assert p["0.1"]["random"]["pairs"] == 3 and p["0.1"]["random"]["ahead"] == 2
     assert p["0.1"]["random"]["mean_diff"] == pytest.approx((0.1 - 0.1 + 0.2) / 3)
+    assert p["0.1"]["random"]["diff_stderr"] == pytest.approx(np.std([0.1, -0.1, 0.2], ddof=1) / np.sqrt(3))
     assert p["0.1"]["all"]["pairs"] == 3 and p["0.1"]["all"]["at_least_97pct"] == 1
     assert p["0.1"]["all"]["mean_ratio"] == pytest.approx((1.0 + 0.6 + 0.9) / 3)

@@ -51,7 +51,7 @@ def test_greedy_select_coverage(weights, k):
     selected = rng.random(len(x)) < 0.05
     budget = [10, 0, 25, 200]
     got = kernels.greedy_select(x, g, budget, np.zeros(len(x)), u, selected, weights, threads=2, coverage_k=k)
-    want = reference.greedy_select_coverage(x, g, budget, u, selected, weights, k)
+    want = reference.greedy_select(x, g, budget, np.zeros(len(x)), u, selected, weights, coverage_k=k)
     np.testing.assert_array_equal(got, want)
     assert not selected[got].any() and len(set(got.tolist())) == len(got)
 

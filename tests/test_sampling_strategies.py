@@ -26,7 +26,7 @@ def test_every_method_respects_budgets(method):
 def test_rdu_matches_reference_composition():
     x, g, rng = pool()
     u = rng.random(len(g))
-    w = Weights(r=0.5, d=1.0, u=2.0, k=7)
+    w = Weights(r=0.5, d=1.0, u=2.0, k=7, u_speed=0.0, r_kind="density")
     budget = per_task_budget(g, fraction=0.2)
     got = select("rdu", x, g, budget, u=u, weights=w)
     r = normalize_per_group(1 / (1 + reference.knn_distance(x, g, 7)), g)
@@ -39,21 +39,30 @@ def test_coverage_r_matches_reference(method):
     x, g, rng = pool()
     u = rng.random(len(g))
     selected = rng.random(len(g)) < 0.1
-    w = Weights(r=0.5, d=1.0, u=2.0, k=7, r_kind="coverage")
+    w = Weights(r=0.5, d=1.0, u=2.0, k=7, u_speed=0.0, r_kind="coverage")
     budget = per_task_budget(g, fraction=0.2)
     got = select(method, x, g, budget, selected, u=u, weights=w)
-    want = reference.greedy_select_coverage(x, g, budget, normalize_per_group(u, g), selected,
-                                            (0.5, 1.0, 2.0 if method == "rdu" else 0.0), 7)
+    want = reference.greedy_select(x, g, budget, np.zeros(len(g)), normalize_per_group(u, g), selected,
+                                   (0.5, 1.0, 2.0 if method == "rdu" else 0.0), coverage_k=7)
     np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="r_kind"):
         select(method, x, g, budget, u=u, weights=Weights(r_kind="dense"))
+
+
+def test_default_rdu_is_light_coverage_plus_diversity_plus_upper_confidence_bound():
+    x, g, rng = pool()
+    u, p = rng.random(len(g)) * 0.1, rng.random(len(g))
+    budget = per_task_budget(g, fraction=0.2)
+    want = reference.greedy_select(x, g, budget, np.zeros(len(g)), normalize_per_group(u + p, g), None,
+                                   (0.25, 1.0, 1.0), coverage_k=10)
+    np.testing.assert_array_equal(select("rdu", x, g, budget, u=u, p=p), want)
 
 
 def test_rdu_u_speed_adds_the_predicted_score_to_the_spread():
     x, g, rng = pool()
     u, p = rng.random(len(g)) * 0.1, rng.random(len(g))
     budget = per_task_budget(g, fraction=0.2)
-    got = select("rdu", x, g, budget, u=u, p=p, weights=Weights(u_speed=2.0))
+    got = select("rdu", x, g, budget, u=u, p=p, weights=Weights(r=1.0, u_speed=2.0, r_kind="density"))
     r = normalize_per_group(1 / (1 + reference.knn_distance(x, g, 10)), g)
     want = reference.greedy_select(x, g, budget, r, normalize_per_group(u + 2.0 * p, g), None, (1.0, 1.0, 1.0))
     np.testing.assert_array_equal(got, want)
@@ -78,7 +87,7 @@ def test_rdu_top_kind_uses_the_top_probability_as_u():
     samples = rng.normal(size=(16, len(g)))
     q = top_probability(samples, g)
     budget = per_task_budget(g, fraction=0.2)
-    got = select("rdu", x, g, budget, u=samples.std(0), q=q, weights=Weights(u_kind="top"))
+    got = select("rdu", x, g, budget, u=samples.std(0), q=q, weights=Weights(r=1.0, u_kind="top", r_kind="density"))
     r = normalize_per_group(1 / (1 + reference.knn_distance(x, g, 10)), g)
     want = reference.greedy_select(x, g, budget, r, normalize_per_group(q, g), None, (1.0, 1.0, 1.0))
     np.testing.assert_array_equal(got, want)

@@ -30,7 +30,7 @@ def greedy_select(x, group, budget, r, u, selected=None, weights=(1.0, 1.0, 1.0)
     D is each candidate's distance to the nearest selected row (already `selected` ones and the
     picks so far), divided by its maximum over the remaining candidates; r and u must already be
     normalised (e.g. to [0, 1]). R is r, or with coverage_k > 0 the coverage gain on each group's
-    coverage_k-nearest-neighbour graph (reference.greedy_select_coverage; r is then ignored).
+    coverage_k-nearest-neighbour graph (reference.greedy_select; r is then ignored).
     Returns the picked row indices, group by group, in pick order.
     """
     x = _rows(x)

@@ -28,37 +28,13 @@ def min_distance(x, y) -> np.ndarray:
     return np.sqrt(((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)).min(1)
 
 
-def greedy_select(x, group, budget, r, u, selected=None, weights=(1.0, 1.0, 1.0)) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    group = np.asarray(group)
-    selected = np.zeros(len(x), bool) if selected is None else np.asarray(selected, bool)
-    wr, wd, wu = weights
-    picks = []
-    for g in range(len(budget)):
-        idx = np.nonzero(group == g)[0]
-        cand = [i for i in idx if not selected[i]]
-        chosen = [i for i in idx if selected[i]]
-        md = min_distance(x[cand], x[chosen]) if cand else np.zeros(0)
-        left = np.ones(len(cand), bool)
-        for _ in range(min(budget[g], len(cand))):
-            finite = left & np.isfinite(md)
-            max_md = md[finite].max() if finite.any() else 0.0
-            dn = np.where(np.isfinite(md), md / max_md if max_md > 0 else 0.0, 1.0)
-            score = wr * np.asarray(r)[cand] + wd * dn + wu * np.asarray(u)[cand]
-            score[~left] = -np.inf
-            b = int(np.argmax(score))
-            left[b] = False
-            picks.append(cand[b])
-            md = np.minimum(md, np.sqrt(((x[cand] - x[cand[b]]) ** 2).sum(-1)))
-    return np.array(picks, np.int64)
-
-
 def coverage_similarity(x, k: int = 10) -> np.ndarray:
     """S[j, i] = exp(-||x_j - x_i|| / scale) where i is j itself or one of j's k nearest rows, else 0;
     scale = the mean distance to the k nearest rows (so S does not depend on the embedding's units)."""
     x = np.asarray(x, np.float64)
     n = len(x)
-    d = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+    # row by row, so the temporaries stay O(n d) rather than O(n^2 d)
+    d = np.stack([np.sqrt(((x - xi) ** 2).sum(-1)) for xi in x]) if n else np.zeros((0, 0))
     kk = min(k, n - 1)
     s = np.zeros((n, n))
     if kk <= 0:
@@ -73,14 +49,16 @@ def coverage_similarity(x, k: int = 10) -> np.ndarray:
     return s
 
 
-def greedy_select_coverage(x, group, budget, u, selected=None, weights=(1.0, 1.0, 1.0), k: int = 10) -> np.ndarray:
-    """greedy_select with R = the coverage gain, recomputed after every pick: how much choosing i
-    raises sum_j max_{s chosen} S[j, s] (a facility-location objective over the kNN graph,
-    coverage_similarity), over its maximum among the remaining candidates. Dense programs score high
-    until their neighbourhood is covered; then their R falls, so R stops pulling picks together."""
+def greedy_select(x, group, budget, r, u, selected=None, weights=(1.0, 1.0, 1.0), coverage_k: int = 0) -> np.ndarray:
+    """Greedy wr*R + wd*D + wu*u per group, one pick at a time. R is r, or with coverage_k > 0 the
+    coverage gain, recomputed after every pick: how much choosing i raises
+    sum_j max_{s chosen} S[j, s] (a facility-location objective over the kNN graph,
+    coverage_similarity), over its maximum among the remaining candidates. Dense programs score
+    high until their neighbourhood is covered; then their R falls, so R stops pulling picks
+    together. D = distance to the nearest chosen row over its maximum among the remaining ones."""
     x = np.asarray(x, np.float64)
     group = np.asarray(group)
-    u = np.asarray(u, np.float64)
+    r, u = np.asarray(r, np.float64), np.asarray(u, np.float64)
     selected = np.zeros(len(x), bool) if selected is None else np.asarray(selected, bool)
     wr, wd, wu = weights
     picks = []
@@ -88,15 +66,19 @@ def greedy_select_coverage(x, group, budget, u, selected=None, weights=(1.0, 1.0
         idx = np.nonzero(group == g)[0]
         if len(idx) == 0:
             continue
-        s = coverage_similarity(x[idx], k)
         chosen = selected[idx].copy()
-        best = (s * chosen[None, :]).max(1)  # 0 where nothing chosen covers j
+        if coverage_k > 0:
+            s = coverage_similarity(x[idx], coverage_k)
+            best = (s * chosen[None, :]).max(1)  # 0 where nothing chosen covers j
         md = min_distance(x[idx], x[idx[chosen]])
         for _ in range(min(budget[g], int((~chosen).sum()))):
-            gain = np.maximum(s - best[:, None], 0.0).sum(0)
             left = ~chosen
-            max_gain = gain[left].max()
-            rn = gain / max_gain if max_gain > 0 else np.zeros(len(idx))
+            if coverage_k > 0:
+                gain = np.maximum(s - best[:, None], 0.0).sum(0)
+                max_gain = gain[left].max()
+                rn = gain / max_gain if max_gain > 0 else np.zeros(len(idx))
+            else:
+                rn = r[idx]
             finite = left & np.isfinite(md)
             max_md = md[finite].max() if finite.any() else 0.0
             dn = np.where(np.isfinite(md), md / max_md if max_md > 0 else 0.0, 1.0)
@@ -105,6 +87,7 @@ def greedy_select_coverage(x, group, budget, u, selected=None, weights=(1.0, 1.0
             b = int(np.argmax(score))
             chosen[b] = True
             picks.append(idx[b])
-            best = np.maximum(best, s[:, b])
+            if coverage_k > 0:
+                best = np.maximum(best, s[:, b])
             md = np.minimum(md, np.sqrt(((x[idx] - x[idx[b]]) ** 2).sum(-1)))
     return np.array(picks, np.int64)

@@ -7,12 +7,12 @@ uses it for the three signals:
 
 - embeddings for R and D: the model's pooled encoder output (`embedding="model"`) or the pooled
   feature rows (`embedding="features"`);
-- U: the spread of MC-dropout scores (or, with `Weights.u_kind="top"`, the share of MC-dropout
-  samples that put the program among its task's top `top_fraction`). MC-dropout is used rather
-  than an ensemble because the dropout sits in the model's head only, so n samples cost one body
-  pass plus n tiny head passes, where an ensemble of n would multiply the training time (the
-  expensive part on 2 cores) by n;
-- p (for biased_diversity): the mean MC score.
+- U: the spread of MC-dropout scores, plus `Weights.u_speed` x their mean (or, with
+  `Weights.u_kind="top"`, the share of MC-dropout samples that put the program among its task's
+  top `top_fraction`). MC-dropout is used rather than an ensemble because the dropout sits in the
+  model's head only, so n samples cost one body pass plus n tiny head passes, where an ensemble of
+  n would multiply the training time (the expensive part on 2 cores) by n;
+- p (biased_diversity, and rdu's U when u_speed > 0): the mean MC score.
 
 Labels are recomputed from the measured programs only (best measured latency of the task /
 latency), so nothing unmeasured leaks into training. "Measuring" is pluggable: `LookupOracle`

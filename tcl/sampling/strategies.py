@@ -39,16 +39,17 @@ METHODS = ("rdu", "rd", "diversity", "biased_diversity", "uncertainty", "random"
 
 @dataclass(frozen=True)
 class Weights:
-    """Weights of the RDU score; the defaults are what bench/sampling.py's ablation picked."""
+    """Weights of the RDU score. The defaults are the best of the RDU forms bench/sampling.py
+    compared (README, "Sampling"): a light coverage R, D, and U = spread + predicted score."""
 
-    r: float = 1.0
+    r: float = 0.25
     d: float = 1.0
     u: float = 1.0
     bias: float = 1.0  # biased_diversity: weight of the predicted speed
-    u_speed: float = 0.0  # rdu: U = sigma + u_speed * p (0: the spread alone; 1 was worse at 10%, README)
+    u_speed: float = 1.0  # rdu: U = sigma + u_speed * p (an upper confidence bound; 0: the spread alone)
     u_kind: str = "spread"  # rdu's U: "spread" (sigma, + u_speed * p) or "top" (q, top_probability)
     top_fraction: float = 0.1  # u_kind "top": the share of a task's programs that counts as its top
-    r_kind: str = "density"  # R: "density" (kNN, fixed) or "coverage" (facility-location gain, updated per pick)
+    r_kind: str = "coverage"  # R: "density" (kNN, fixed) or "coverage" (facility-location gain, updated per pick)
     k: int = 10  # neighbours for R
 
 
@@ -103,7 +104,7 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
         raise ValueError("rdu with u_kind 'top' needs the top probabilities q")
     if (method == "uncertainty" or (method == "rdu" and not top_u)) and u is None:
         raise ValueError(f"{method} needs the model's uncertainty u")
-    if (method == "biased_diversity" or (method == "rdu" and weights.u_speed)) and p is None:
+    if (method == "biased_diversity" or (method == "rdu" and not top_u and weights.u_speed)) and p is None:
         raise ValueError(f"{method} needs the model's predicted scores p")
     zeros = np.zeros(n)
 
