@@ -157,12 +157,12 @@ std::vector<int64_t> greedy_select(const float* x, int64_t n, int d, const int32
     // Work in member positions: taken[c] marks chosen members (selected before or picked now).
     std::vector<uint8_t> taken(m.size(), 0);
     for (size_t c = 0; c < m.size(); ++c) taken[c] = selected[m[c]];
-    // md: distance of each member to the nearest chosen program (infinite when none yet).
+    // md: distance of each candidate to the nearest chosen program (infinite when none yet).
     std::vector<float> md(m.size(), std::numeric_limits<float>::infinity());
     for (size_t s = 0; s < m.size(); ++s)
       if (taken[s])
         for (size_t c = 0; c < m.size(); ++c)
-          md[c] = std::min(md[c], std::sqrt(sqdist(x + m[c] * d, x + m[s] * d, d)));
+          if (!taken[c]) md[c] = std::min(md[c], std::sqrt(sqdist(x + m[c] * d, x + m[s] * d, d)));
     std::unique_ptr<Coverage> cover;
     if (coverage_k > 0) cover = std::make_unique<Coverage>(x, d, m, coverage_k, taken);
     int64_t left = 0;

@@ -124,13 +124,14 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
         return np.concatenate(picks).astype(np.int64) if picks else np.zeros(0, np.int64)
 
     w = weights
+    coverage_k = 0  # > 0: R is the coverage gain, computed by the kernel itself
     if method == "diversity":
         r, un, wts = zeros, zeros, (0.0, 1.0, 0.0)
     elif method == "biased_diversity":
         r, un, wts = normalize_per_group(p, group), zeros, (w.bias, 1.0, 0.0)
     else:
-        coverage = w.r_kind == "coverage"
-        r = zeros if coverage else normalize_per_group(representativeness(x, group, w.k, threads), group)
+        coverage_k = w.k if w.r_kind == "coverage" else 0
+        r = zeros if coverage_k else normalize_per_group(representativeness(x, group, w.k, threads), group)
         if top_u:
             un = normalize_per_group(q, group)
         elif method == "rdu":
@@ -139,9 +140,7 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
         else:
             un = zeros
         wts = (w.r, w.d, w.u if method == "rdu" else 0.0)
-        if coverage:
-            return kernels.greedy_select(x, group, budget, zeros, un, selected, wts, threads, coverage_k=w.k)
-    return kernels.greedy_select(x, group, budget, r, un, selected, wts, threads)
+    return kernels.greedy_select(x, group, budget, r, un, selected, wts, threads, coverage_k=coverage_k)
 
 
 def per_task_budget(group, fraction: float | None = None, count: int | None = None, minimum: int = 1) -> np.ndarray:
