@@ -92,16 +92,16 @@ def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1,
     seen = []
     real = ckd._keep_old_platforms
 
-    def spy(kb_, student, emb, seq, lengths, workload, gid, old_hw):
+    def spy(kb_, student, emb, kb_emb, workload, gid, old_hw):
         seen.append([h.tolist() for h in old_hw])
         before = torch.get_rng_state()  # the student's head draws dropout: replay the same masks
-        loss = real(kb_, student, emb, seq, lengths, workload, gid, old_hw)
+        loss = real(kb_, student, emb, kb_emb, workload, gid, old_hw)
         after = torch.get_rng_state()
         torch.set_rng_state(before)
         # the target is the incoming KB's order under the old descriptor
         with torch.no_grad():
-            hw = old_hw[0].expand(len(seq), -1)
-            want = lambda_rank_loss(student.head(emb, workload, hw), ckd._rank_labels(kb.head(kb.embedding(seq, lengths), workload, hw), gid), gid)
+            hw = old_hw[0].expand(len(emb), -1)
+            want = lambda_rank_loss(student.head(emb, workload, hw), ckd._rank_labels(kb.head(kb_emb, workload, hw), gid), gid)
         torch.set_rng_state(after)
         assert float(loss) == pytest.approx(float(want), rel=1e-5)
         return loss
@@ -114,6 +114,20 @@ def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1,
     assert not seen  # same descriptor as before: nothing to keep apart
     compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, keep_old=0.0))
     assert not seen
+
+
+def test_frozen_outputs_match_the_models_run_per_batch(platforms, kb1):
+    import tcl.ckd as ckd
+
+    kb, _, _ = kb1
+    new = other_hardware(platforms[1])
+    ac = progress(kb, new, [0], CFG)
+    teacher, kb_emb = ckd._frozen_outputs(kb, ac, new, [0], chunk=7)  # several chunks
+    idx = new.programs_of([0])[::3]
+    seq, lengths, workload, hardware = new.inputs(idx)
+    with torch.no_grad():
+        torch.testing.assert_close(teacher[idx], ac(seq, lengths, workload, hardware), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(kb_emb[idx], kb.embedding(seq, lengths), rtol=1e-5, atol=1e-5)
 
 
 def test_kb_size_is_constant_and_it_learns_the_new_platform(platforms, kb1):
