@@ -301,7 +301,14 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch threads per order")
     p.add_argument("--jobs", type=int, default=1, help="orders learned at once, one process each (with --both-orders)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "continual.json"))
+    p.add_argument("--mean-of", nargs="+", metavar="RESULT_JSON",
+                   help="train nothing: summarise runs with different --seed (their --out files) as the mean "
+                        "and standard error per order and method, and each method against joint seed by seed; "
+                        "writes --out (default here: bench/results/continual_seeds.json)")
     args = p.parse_args(argv)
+    if args.mean_of:
+        out = args.out if "--out" in (argv or sys.argv) else str(ROOT / "bench" / "results" / "continual_seeds.json")
+        return mean_over_seeds(args.mean_of, out)
     paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
     if len(paths) < 2:
         sys.exit("give two or more platforms' datasets")
@@ -342,6 +349,36 @@ def main(argv=None):
         for order in orders:
             record(learn_order(paths, order, args))
     print(f"-> {out}")
+
+
+def mean_over_seeds(paths, out) -> dict:
+    """Mean and standard error over seed runs (one result file each) of every order and method's
+    average Top-1 and forgetting, and of its average minus joint's in the same seed (paired: both
+    come from the same seed's data order and initial weights)."""
+    runs = [json.loads(Path(x).read_text()) for x in paths]
+
+    def stats(values):
+        v = np.asarray(values, float)
+        err = float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else None
+        return {"mean": float(v.mean()), "stderr": err, "n": len(v)}
+
+    summary = {}
+    for order in dict.fromkeys(k for r in runs for k in r):
+        methods = dict.fromkeys(m for r in runs for m in r.get(order, {}))
+        summary[order] = {}
+        for m in methods:
+            rows = [r[order] for r in runs if m in r.get(order, {})]
+            entry = {f: stats([row[m][f] for row in rows]) for f in ("avg_top1", "forgetting")}
+            paired = [row[m]["avg_top1"] - row["joint"]["avg_top1"] for row in rows if "joint" in row]
+            if m != "joint" and paired:
+                entry["minus_joint"] = stats(paired)
+            summary[order][m] = entry
+            cells = "  ".join(f"{f} {e['mean']:.4f}" + (f" +- {e['stderr']:.4f}" if e["stderr"] is not None else "")
+                              + f" (n {e['n']})" for f, e in entry.items())
+            print(f"[{order}] {m:<9} {cells}")
+    Path(out).write_text(json.dumps({"runs": list(map(str, paths)), "orders": summary}, indent=1) + "\n")
+    print(f"-> {out}")
+    return summary
 
 
 def plot(details, starts, path):

@@ -1,0 +1,37 @@
+"""bench/continual.py's summary over seed runs: means, standard errors, and each method against
+joint within the same seed."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("bench_continual", ROOT / "bench" / "continual.py")
+continual = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(continual)
+
+
+def _row(avg, forgetting=0.0):
+    return {"avg_top1": avg, "forgetting": forgetting, "size_mb": 0.36}
+
+
+def test_mean_over_seeds_pairs_each_method_with_joint_of_the_same_seed(tmp_path):
+    runs = [{"a -> b": {"ckd": _row(0.70, 0.02), "joint": _row(0.74)}},
+            {"a -> b": {"ckd": _row(0.80, 0.00), "joint": _row(0.76)}, "b -> a": {"ckd": _row(0.5)}}]
+    paths = []
+    for k, r in enumerate(runs):
+        paths.append(tmp_path / f"s{k}.json")
+        paths[-1].write_text(json.dumps(r))
+    out = tmp_path / "seeds.json"
+    summary = continual.main(["--mean-of", *map(str, paths), "--out", str(out)])
+    ckd = summary["a -> b"]["ckd"]
+    assert ckd["avg_top1"]["mean"] == pytest.approx(0.75) and ckd["avg_top1"]["n"] == 2
+    assert ckd["avg_top1"]["stderr"] == pytest.approx(0.05)  # std 0.0707 over sqrt(2)
+    assert ckd["forgetting"]["mean"] == pytest.approx(0.01)
+    assert ckd["minus_joint"]["mean"] == pytest.approx(0.0)  # -0.04 and +0.04
+    assert "minus_joint" not in summary["a -> b"]["joint"]
+    assert summary["b -> a"]["ckd"]["avg_top1"]["stderr"] is None  # one seed: no spread
+    assert "minus_joint" not in summary["b -> a"]["ckd"]
+    assert json.loads(out.read_text())["orders"] == summary
