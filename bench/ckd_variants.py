@@ -6,7 +6,9 @@ A variant is a set of CKDConfig fields, `field=value` joined by commas (e.g.
 `keep_old=3,column_from_kb=false,compress_epochs=40`); variants are separated by `;`.
 Reported: pooled held-out Top-1 on both platforms after compress, forgetting on the first (its
 Top-1 before minus after), the new platform's Top-1 on its training tasks, and how differently the
-new KB ranks the new held-out programs under the new and the old descriptor (median Spearman).
+new KB ranks the new held-out programs under the new and the old descriptor (median Spearman), and
+how closely, under the old descriptor, it keeps the incoming KB's ranking on the new platform's
+training and held-out tasks.
 Writes bench/results/ckd_variants.json. bench/continual.py runs the full method comparison; this
 script is for choosing CKD's settings.
 """
@@ -67,6 +69,20 @@ def descriptor_spearman(model, data: ProgramData, task_ids, old_hardware) -> flo
     return float(np.median(rhos))
 
 
+@torch.no_grad()
+def old_descriptor_agreement(new_kb, kb, data: ProgramData, task_ids, old_hardware) -> float:
+    """Median over these tasks of the Spearman correlation between the new KB's and the incoming
+    KB's scores of the tasks' programs, both under the old platform's descriptor: what the
+    old-hardware term asks for (1 = the old ranking kept). On the new platform's training tasks
+    compress sees these programs; on its held-out tasks it does not."""
+    idx = data.programs_of(task_ids)
+    seq, lengths, workload, _ = data.inputs(idx)
+    hw = torch.tensor(old_hardware).expand(len(idx), -1)
+    new, old = new_kb(seq, lengths, workload, hw).numpy(), kb(seq, lengths, workload, hw).numpy()
+    task = data.task[idx]
+    return float(np.median([spearman(new[task == t], old[task == t]) for t in np.unique(task) if (task == t).sum() > 2]))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("old", nargs="?", default=str(ROOT / "datasets" / "znver4-2c"), help="first platform")
@@ -121,13 +137,17 @@ def main(argv=None):
         new_kb = compress(kb, columns[column], copy.deepcopy(ewc), datas[1], splits[1][0], c)
         row = {"variant": v, "top1_old": top1(new_kb, 0), "top1_new": top1(new_kb, 1),
                "seconds": time.perf_counter() - t0, "top1_new_train": top1(new_kb, 1, part=0),
-               "descriptor_spearman": descriptor_spearman(new_kb, datas[1], splits[1][1], ewc.hardware[0])}
+               "descriptor_spearman": descriptor_spearman(new_kb, datas[1], splits[1][1], ewc.hardware[0]),
+               "old_agreement_train": old_descriptor_agreement(new_kb, kb, datas[1], splits[1][0], ewc.hardware[0]),
+               "old_agreement_test": old_descriptor_agreement(new_kb, kb, datas[1], splits[1][1], ewc.hardware[0])}
         row["forgetting"] = before - row["top1_old"]
         row["average"] = (row["top1_old"] + row["top1_new"]) / 2
         result["variants"].append(row)
         print(f"{v}: Top-1 {row['top1_old']:.4f} old, {row['top1_new']:.4f} new "
               f"({row['top1_new_train']:.4f} on its training tasks), average {row['average']:.4f}, "
-              f"forgetting {row['forgetting']:+.4f}, descriptor Spearman {row['descriptor_spearman']:.3f}", flush=True)
+              f"forgetting {row['forgetting']:+.4f}, descriptor Spearman {row['descriptor_spearman']:.3f}, "
+              f"old-descriptor agreement {row['old_agreement_train']:.3f} training / {row['old_agreement_test']:.3f} "
+              "held-out tasks", flush=True)
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")  # after each variant
     print(f"-> {args.out}")
 

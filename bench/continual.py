@@ -253,6 +253,7 @@ def learn_order(paths, order, args):
     platform. Returns (order, its name, the per-method results, the start or None)."""
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
                     min_steps=args.min_steps, ewc_lambda=args.ckd_ewc_lambda, keep_old=args.keep_old,
+                    keep_old_mix=args.keep_old_mix,
                     hardware_lr=args.hardware_lr, hardware_film=args.hardware_film, seed=args.seed,
                     threads=args.threads)
     torch.set_num_threads(args.threads)
@@ -289,6 +290,8 @@ def main(argv=None):
     p.add_argument("--ewc-lambda", type=float, default=100.0, help="strength of the ewc baseline's penalty")
     p.add_argument("--ckd-ewc-lambda", type=float, default=CKDConfig.ewc_lambda, help="ckd's EWC strength")
     p.add_argument("--keep-old", type=float, default=CKDConfig.keep_old, help="ckd: weight of the old-hardware ranking term")
+    p.add_argument("--keep-old-mix", action=argparse.BooleanOptionalAction, default=CKDConfig.keep_old_mix,
+                   help="ckd: the old-hardware term also on mixtures of two tasks' programs")
     p.add_argument("--hardware-lr", type=float, default=CKDConfig.hardware_lr,
                    help="ckd: learning-rate multiplier of the hardware projection in compress")
     p.add_argument("--hardware-film", action=argparse.BooleanOptionalAction, default=CKDConfig.hardware_film,

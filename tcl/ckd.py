@@ -72,6 +72,9 @@ class CKDConfig:
     # high-Fisher body and moves the change into the head, which every platform's score shares.
     ewc_lambda: float = 0.0
     keep_old: float = 1.0  # mu, the earlier platforms' ranking term (1 and 3 measured: README)
+    # The old-hardware term also on mixtures of two tasks' programs (see _mixed_programs): the
+    # new programs' own old rankings are kept on the training tasks but drift on held-out ones.
+    keep_old_mix: bool = False
     gamma: float = 0.99  # online-EWC decay of earlier platforms' Fisher
     gated: bool = True
     alpha_init: float = 0.1
@@ -242,6 +245,21 @@ def _keep_old_platforms(kb, student, emb, kb_emb, workload, gid, old_hw) -> torc
     return total / len(old_hw)
 
 
+def _mixed_programs(seq, lengths, workload, gid, rng):
+    """Inputs between the batch's tasks, for the old-hardware term: each program of group g is
+    mixed with a random program of group g + 1 (another task's, as groups are shuffled) as
+    lam * x + (1 - lam) * x', one lam ~ U(0, 1) per group for the sequences and the workload
+    descriptors; the mixture is as long as the longer of the two (padding is zeros)."""
+    g = gid.numpy()
+    n_groups = int(g.max()) + 1
+    members = [np.flatnonzero(g == k) for k in range(n_groups)]
+    partner = np.concatenate([rng.choice(members[(k + 1) % n_groups], len(members[k])) for k in range(n_groups)])
+    lam = torch.from_numpy(rng.uniform(0, 1, n_groups).astype(np.float32))[gid]
+    mixed_seq = lam[:, None, None] * seq + (1 - lam[:, None, None]) * seq[partner]
+    mixed_workload = lam[:, None] * workload + (1 - lam[:, None]) * workload[partner]
+    return mixed_seq, torch.maximum(lengths, lengths[partner]), mixed_workload
+
+
 @torch.no_grad()
 def _frozen_outputs(kb: MambaCostModel, ac: ActiveColumn, data: ProgramData, task_ids, chunk: int = 512):
     """The AC's scores and the KB's embeddings of every program of these tasks, indexed by
@@ -297,7 +315,14 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
             distill = (g * (_standardise(s, gid) - _standardise(teacher, gid)) ** 2).mean()
             loss = distill + cfg.beta * lambda_rank_loss(s, labels, gid) + ewc.penalty(student, cfg.ewc_lambda)
             if old_hw and cfg.keep_old:
-                loss = loss + cfg.keep_old * _keep_old_platforms(kb, student, emb, all_kb_emb[idx], workload, gid, old_hw)
+                keep = _keep_old_platforms(kb, student, emb, all_kb_emb[idx], workload, gid, old_hw)
+                if cfg.keep_old_mix and int(gid.max()) > 0:
+                    m_seq, m_len, m_wl = _mixed_programs(seq, lengths, workload, gid, rng)
+                    with torch.no_grad():
+                        m_kb_emb = kb.embedding(m_seq, m_len)
+                    keep = (keep + _keep_old_platforms(kb, student, student.embedding(m_seq, m_len), m_kb_emb,
+                                                       m_wl, gid, old_hw)) / 2
+                loss = loss + cfg.keep_old * keep
             optimizer_step(opt, loss, student.parameters(), cfg.clip)
     student.eval()
     return student

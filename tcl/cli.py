@@ -266,6 +266,8 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     d.add_argument("--gamma", type=float, default=0.99, help="online-EWC decay")
     d.add_argument("--keep-old", type=float, default=1.0, metavar="MU",
                    help="weight of keeping the KB's rankings under earlier platforms' hardware (0: off)")
+    d.add_argument("--keep-old-mix", action="store_true",
+                   help="keep those rankings also on mixtures of two tasks' programs (measured: README)")
     d.add_argument("--hardware-lr", type=float, default=10.0, metavar="X",
                    help="learning-rate multiplier of the hardware projection and FiLM while compressing")
     d.add_argument("--no-film", action="store_true",
@@ -389,8 +391,8 @@ def _distill(args):
 
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
                     min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, gamma=args.gamma, gated=not args.no_gate,
-                    keep_old=args.keep_old, hardware_lr=args.hardware_lr, hardware_film=not args.no_film,
-                    column_from_kb=not args.fresh_column, seed=args.seed, threads=args.threads)
+                    keep_old=args.keep_old, keep_old_mix=args.keep_old_mix, hardware_lr=args.hardware_lr,
+                    hardware_film=not args.no_film, column_from_kb=not args.fresh_column, seed=args.seed, threads=args.threads)
     data = ProgramData(featurize(args.data))
     train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
     learn, learn_ids = data, train_ids

@@ -242,3 +242,39 @@ def test_film_is_zero_at_the_first_platform_and_learns_the_next(platforms, kb1):
     new_kb, _, _ = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CFG)
     assert new_kb.hardware_film.weight.abs().sum() > 0  # the new platform's descriptor is not the reference
     assert torch.equal(new_kb.hardware_ref, kb.hardware_ref)
+
+
+def test_mixed_programs_blend_each_group_with_the_next_groups_programs():
+    import tcl.ckd as ckd
+
+    gid = torch.tensor([0, 0, 0, 1, 1, 2, 2])
+    seq = torch.arange(7, dtype=torch.float32)[:, None, None].expand(7, 3, 2).clone()
+    seq[[0, 3]] *= 10  # the first program of groups 0 and 1 is different from the rest
+    lengths = torch.tensor([1, 2, 3, 3, 2, 1, 3])
+    workload = torch.arange(7, dtype=torch.float32)[:, None]
+    m_seq, m_len, m_wl = ckd._mixed_programs(seq, lengths, workload, gid, np.random.default_rng(0))
+    assert m_seq.shape == seq.shape and m_wl.shape == workload.shape
+    for k, nxt in ((0, 1), (1, 2), (2, 0)):
+        rows = np.flatnonzero(gid.numpy() == k)
+        partners = set(np.flatnonzero(gid.numpy() == nxt))
+        for i in rows:
+            # every mixture is lam * own + (1 - lam) * a program of the next group, lam shared in the group
+            ok = [j for j in partners if float(m_len[i]) == max(int(lengths[i]), int(lengths[j]))]
+            lam = [(m_wl[i, 0] - workload[j, 0]) / (workload[i, 0] - workload[j, 0]) for j in ok]
+            assert any(0 <= float(v) <= 1 and torch.allclose(m_seq[i], v * seq[i] + (1 - v) * seq[j])
+                       for v, j in zip(lam, ok))
+
+
+def test_compress_with_mixtures_keeps_the_size(platforms, kb1, monkeypatch):
+    import tcl.ckd as ckd
+
+    kb, ewc, _ = kb1
+    new = other_hardware(platforms[1])
+    ac = progress(kb, new, [0], CFG)
+    calls = []
+    real = ckd._mixed_programs
+    monkeypatch.setattr(ckd, "_mixed_programs", lambda *a: calls.append(1) or real(*a))
+    student = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, keep_old_mix=True))
+    assert calls  # the mixtures were made
+    assert student.size_mb() == kb.size_mb()
+    assert any(not torch.equal(p, q) for p, q in zip(student.parameters(), kb.parameters()))
