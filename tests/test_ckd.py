@@ -37,6 +37,13 @@ def kb1(platforms):
     return first_platform(platforms[0], [0], CFG, model_config={"d_model": 32})
 
 
+@pytest.fixture(scope="module")
+def column(platforms, kb1):
+    """The second platform (under other hardware) and an active column trained on it."""
+    new = other_hardware(platforms[1])
+    return new, progress(kb1[0], new, [0], CFG)
+
+
 def params(model):
     return {n: p.detach().clone() for n, p in model.named_parameters()}
 
@@ -83,12 +90,11 @@ def test_ewc_state_keeps_each_platforms_hardware(platforms, kb1):
     assert OnlineEWC.from_state_dict(e.state_dict()).hardware == e.hardware
 
 
-def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1, monkeypatch):
+def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1, column, monkeypatch):
     import tcl.ckd as ckd
 
     kb, ewc, _ = kb1
-    new = other_hardware(platforms[1])
-    ac = progress(kb, new, [0], CFG)
+    new, ac = column
     seen = []
     real = ckd._keep_old_platforms
 
@@ -116,12 +122,11 @@ def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1,
     assert not seen
 
 
-def test_frozen_outputs_match_the_models_run_per_batch(platforms, kb1):
+def test_frozen_outputs_match_the_models_run_per_batch(platforms, kb1, column):
     import tcl.ckd as ckd
 
     kb, _, _ = kb1
-    new = other_hardware(platforms[1])
-    ac = progress(kb, new, [0], CFG)
+    new, ac = column
     teacher, kb_emb = ckd._frozen_outputs(kb, ac, new, [0], chunk=7)  # several chunks
     idx = new.programs_of([0])[::3]
     seq, lengths, workload, hardware = new.inputs(idx)
@@ -211,10 +216,9 @@ def test_distill_cli_learns_a_platform_from_an_rdu_sample(tmp_path):
     assert cli.main(["distill", "--kb", str(kb1), "--data", str(new), "--out", str(out), "--sample", "1.5", *args]) == 2
 
 
-def test_compress_trains_the_hardware_projection_at_its_own_rate(platforms, kb1):
+def test_compress_trains_the_hardware_projection_at_its_own_rate(platforms, kb1, column):
     kb, ewc, _ = kb1
-    new = other_hardware(platforms[1])
-    ac = progress(kb, new, [0], CFG)
+    new, ac = column
     frozen_hw = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=0.0))
     for (n, p), q in zip(frozen_hw.named_parameters(), kb.parameters()):
         assert torch.equal(p, q) == n.startswith(("hardware_proj.", "hardware_film.")), n  # lr 0 there, the rest learns
@@ -265,12 +269,11 @@ def test_mixed_programs_blend_each_group_with_the_next_groups_programs():
                        for v, j in zip(lam, ok))
 
 
-def test_compress_with_mixtures_keeps_the_size(platforms, kb1, monkeypatch):
+def test_compress_with_mixtures_keeps_the_size(platforms, kb1, column, monkeypatch):
     import tcl.ckd as ckd
 
     kb, ewc, _ = kb1
-    new = other_hardware(platforms[1])
-    ac = progress(kb, new, [0], CFG)
+    new, ac = column
     calls = []
     real = ckd._mixed_programs
     monkeypatch.setattr(ckd, "_mixed_programs", lambda *a: calls.append(1) or real(*a))
