@@ -249,7 +249,7 @@ def _keep_old_platforms(kb, student, emb, kb_emb, workload, gid, old_hw) -> torc
 
 def _mixed_programs(seq, lengths, workload, gid, rng):
     """Inputs between the batch's tasks, for the old-hardware term: each program of group g is
-    mixed with a random program of group g + 1 (another task's, as groups are shuffled) as
+    mixed with a random program of group g + 1 (usually another task's: groups are shuffled) as
     lam * x + (1 - lam) * x', one lam ~ U(0, 1) per group for the sequences and the workload
     descriptors; the mixture is as long as the longer of the two (padding is zeros)."""
     g = gid.numpy()
