@@ -32,9 +32,9 @@ inputs, so one KB serves every platform it has learned. For a new platform:
    embedding becomes emb * (1 + gamma) + beta with [gamma, beta] = W (h - h_first), zero on the
    first platform, so the descriptor can rescale each embedding dimension per platform rather
    than only shift the head's inputs; W learns in compress at the hardware projection's rate.
-   Three platforms in both orders, seeds 0 and 1 (bench/continual.py, README): average Top-1
-   0.700 / 0.772 and forgetting 0.075 / 0.037, fine-tuning 0.662 / 0.677 and 0.112 / 0.136; the
-   seed alone moves an order's average by up to 0.13, more than the settings compared.
+   Three platforms in both orders, seeds 0-2 (bench/continual.py, README): average Top-1
+   0.671 / 0.712 and forgetting 0.083 / 0.111 (joint training 0.749 / 0.741); fine-tuning, seeds
+   0-1, 0.662 / 0.677 and 0.112 / 0.136. The seed alone moves an order's average by up to 0.2.
    EWC (off by default, see CKDConfig.ewc_lambda) is online: sum_k (lambda/2) F*_k (theta - theta*_k)^2 with one running Fisher
    F* <- gamma F* + F_new / mean(F_new) (normalised per platform) and one anchor theta*.
 3. consolidate: the Fisher of the KB on the new platform's programs (squared gradients of the
