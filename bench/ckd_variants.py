@@ -55,6 +55,11 @@ def parse_variant(text: str) -> dict:
     return out
 
 
+def median_task_spearman(a: np.ndarray, b: np.ndarray, task: np.ndarray) -> float:
+    """Median over tasks (of more than two programs) of the Spearman correlation of a and b."""
+    return float(np.median([spearman(a[task == t], b[task == t]) for t in np.unique(task) if (task == t).sum() > 2]))
+
+
 @torch.no_grad()
 def descriptor_spearman(model, data: ProgramData, task_ids, old_hardware) -> float:
     """Median over these tasks of the Spearman correlation between the model's scores of the
@@ -64,9 +69,7 @@ def descriptor_spearman(model, data: ProgramData, task_ids, old_hardware) -> flo
     seq, lengths, workload, hardware = data.inputs(idx)
     own = model(seq, lengths, workload, hardware).numpy()
     old = model(seq, lengths, workload, torch.tensor(old_hardware).expand(len(idx), -1)).numpy()
-    task = data.task[idx]
-    rhos = [spearman(own[task == t], old[task == t]) for t in np.unique(task) if (task == t).sum() > 2]
-    return float(np.median(rhos))
+    return median_task_spearman(own, old, data.task[idx])
 
 
 @torch.no_grad()
@@ -78,9 +81,8 @@ def old_descriptor_agreement(new_kb, kb, data: ProgramData, task_ids, old_hardwa
     idx = data.programs_of(task_ids)
     seq, lengths, workload, _ = data.inputs(idx)
     hw = torch.tensor(old_hardware).expand(len(idx), -1)
-    new, old = new_kb(seq, lengths, workload, hw).numpy(), kb(seq, lengths, workload, hw).numpy()
-    task = data.task[idx]
-    return float(np.median([spearman(new[task == t], old[task == t]) for t in np.unique(task) if (task == t).sum() > 2]))
+    return median_task_spearman(new_kb(seq, lengths, workload, hw).numpy(), kb(seq, lengths, workload, hw).numpy(),
+                                data.task[idx])
 
 
 def main(argv=None):

@@ -303,15 +303,15 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads per order")
     p.add_argument("--jobs", type=int, default=1, help="orders learned at once, one process each (with --both-orders)")
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "continual.json"))
+    p.add_argument("--out", help="default: bench/results/continual.json (continual_seeds.json with --mean-of)")
     p.add_argument("--mean-of", nargs="+", metavar="RESULT_JSON",
                    help="train nothing: summarise runs with different --seed (their --out files) as the mean "
                         "and standard error per order and method, and each method against joint seed by seed; "
-                        "writes --out (default here: bench/results/continual_seeds.json)")
+                        "writes --out")
     args = p.parse_args(argv)
     if args.mean_of:
-        out = args.out if "--out" in (argv or sys.argv) else str(ROOT / "bench" / "results" / "continual_seeds.json")
-        return mean_over_seeds(args.mean_of, out)
+        return mean_over_seeds(args.mean_of, args.out or ROOT / "bench" / "results" / "continual_seeds.json")
+    args.out = args.out or str(ROOT / "bench" / "results" / "continual.json")
     paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
     if len(paths) < 2:
         sys.exit("give two or more platforms' datasets")

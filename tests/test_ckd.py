@@ -122,7 +122,7 @@ def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1,
     assert not seen
 
 
-def test_frozen_outputs_match_the_models_run_per_batch(platforms, kb1, column):
+def test_frozen_outputs_match_the_models_run_per_batch(kb1, column):
     import tcl.ckd as ckd
 
     kb, _, _ = kb1
@@ -216,7 +216,7 @@ def test_distill_cli_learns_a_platform_from_an_rdu_sample(tmp_path):
     assert cli.main(["distill", "--kb", str(kb1), "--data", str(new), "--out", str(out), "--sample", "1.5", *args]) == 2
 
 
-def test_compress_trains_the_hardware_projection_at_its_own_rate(platforms, kb1, column):
+def test_compress_trains_the_hardware_projection_at_its_own_rate(kb1, column):
     kb, ewc, _ = kb1
     new, ac = column
     frozen_hw = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=0.0))
@@ -269,7 +269,7 @@ def test_mixed_programs_blend_each_group_with_the_next_groups_programs():
                        for v, j in zip(lam, ok))
 
 
-def test_compress_with_mixtures_keeps_the_size(platforms, kb1, column, monkeypatch):
+def test_compress_with_mixtures_keeps_the_size(kb1, column, monkeypatch):
     import tcl.ckd as ckd
 
     kb, ewc, _ = kb1
