@@ -50,6 +50,8 @@ def parse_variant(text: str) -> dict:
             out[key] = value.strip().lower() in ("1", "true", "yes")
         elif kind.startswith("int"):  # int, or int | None
             out[key] = int(value)
+        elif kind == "str":
+            out[key] = value.strip()
         else:
             out[key] = float(value)
     return out

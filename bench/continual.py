@@ -6,9 +6,11 @@ Top-1 on each platform's held-out tasks), giving a matrix R[stage][platform]. Re
 average Top-1 after the last stage, forgetting (mean over earlier platforms of best-ever Top-1
 minus final Top-1), model size, training seconds.
 
-Methods: ckd (tcl.ckd with its defaults: progress + gated compress + the old-hardware ranking
-term; online EWC at --ckd-ewc-lambda, off by default), distill (the gated distillation from the
-column alone: no old-hardware term, no EWC),
+Methods: ckd (tcl.ckd with its defaults: progress + gated compress into the descriptor-reading
+parameters, projected so that earlier platforms' scores do not change; --preserve keep: the whole
+KB learns, held by the old-hardware ranking term and online EWC at --ckd-ewc-lambda, off by
+default), distill (the gated distillation from the column into the whole KB alone: nothing keeps
+the old platforms),
 ewc (fine-tuning with online EWC, no column), finetune (plain sequential fine-tuning), separate
 (a new model per platform; size grows), joint (all platforms' data at once: a shared backbone with
 one head per platform, the MTL-TLP-style upper bound that needs every dataset together). Not run by
@@ -179,7 +181,7 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_l
                         kb, ewc, _ = learn_platform(kb, ewc, datas[i], splits[i][0], cfg)
                     elif method == "distill":  # distillation from the column alone
                         kb, ewc, _ = learn_platform(kb, ewc, datas[i], splits[i][0],
-                                                    replace(cfg, ewc_lambda=0.0, keep_old=0.0))
+                                                    replace(cfg, preserve="keep", ewc_lambda=0.0, keep_old=0.0))
                     elif method == "ewc":
                         kb = finetune(kb, datas[i], splits[i][0], replace(cfg, ewc_lambda=ewc_lambda), ewc)
                         ewc.consolidate(kb, datas[i], splits[i][0], cfg)
@@ -252,9 +254,9 @@ def learn_order(paths, order, args):
     """One order of platforms: every method's matrix, then the cross-platform start on its second
     platform. Returns (order, its name, the per-method results, the start or None)."""
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
-                    min_steps=args.min_steps, ewc_lambda=args.ckd_ewc_lambda, keep_old=args.keep_old,
-                    keep_old_mix=args.keep_old_mix,
-                    hardware_lr=args.hardware_lr, hardware_film=args.hardware_film, seed=args.seed,
+                    min_steps=args.min_steps, preserve=args.preserve, ewc_lambda=args.ckd_ewc_lambda,
+                    keep_old=args.keep_old, keep_old_mix=args.keep_old_mix, hardware_lr=args.hardware_lr,
+                    hardware_film=args.hardware_film, hardware_film_steps=args.hardware_film_steps, seed=args.seed,
                     threads=args.threads)
     torch.set_num_threads(args.threads)
     model_config = {"d_model": args.d_model} if args.d_model else None
@@ -288,6 +290,8 @@ def main(argv=None):
     p.add_argument("--compress-epochs", type=int, default=20)
     p.add_argument("--min-steps", type=int, default=200)
     p.add_argument("--ewc-lambda", type=float, default=100.0, help="strength of the ewc baseline's penalty")
+    p.add_argument("--preserve", choices=("exact", "keep"), default=CKDConfig.preserve,
+                   help="ckd: how compress keeps the earlier platforms (tcl.ckd.CKDConfig.preserve)")
     p.add_argument("--ckd-ewc-lambda", type=float, default=CKDConfig.ewc_lambda, help="ckd's EWC strength")
     p.add_argument("--keep-old", type=float, default=CKDConfig.keep_old, help="ckd: weight of the old-hardware ranking term")
     p.add_argument("--keep-old-mix", action=argparse.BooleanOptionalAction, default=CKDConfig.keep_old_mix,
@@ -296,6 +300,9 @@ def main(argv=None):
                    help="ckd: learning-rate multiplier of the hardware projection in compress")
     p.add_argument("--hardware-film", action=argparse.BooleanOptionalAction, default=CKDConfig.hardware_film,
                    help="the first KB (every sequential method's start) gets a FiLM layer (tcl.ckd)")
+    p.add_argument("--hardware-film-steps", action=argparse.BooleanOptionalAction,
+                   default=CKDConfig.hardware_film_steps,
+                   help="... that also FiLMs every step's encoder output, not only the pooled embedding")
     p.add_argument("--fractions", default="0.05,0.1,0.2,0.5,1.0",
                    help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")

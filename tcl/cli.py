@@ -246,9 +246,10 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
         description="Without --kb: train the first knowledge base (KB) on --data and store its "
         "EWC state. With --kb: progress (an active column learns --data with the KB frozen, "
         "reading its hidden states) then compress (the KB learns from the column through a gate, "
-        "plus the labels, online EWC, and its own earlier rankings under the earlier platforms' "
-        "hardware descriptors). Only the KB, its EWC state and the new platform's data "
-        "are read; the KB does not grow. Repeat platform after platform.",
+        "plus the labels; by default only its hardware-descriptor FiLM and projection learn, so the "
+        "earlier platforms' scores stay exactly as they were: see --preserve). Only the KB, its "
+        "state and the new platform's data are read; the KB does not grow. Repeat platform after "
+        "platform, each with a hardware descriptor (platform.json) of its own.",
     )
     d.add_argument("--kb", default=None, help="the knowledge base so far (omit for the first platform)")
     d.add_argument("--data", nargs="+", required=True, help="the new platform's dataset")
@@ -262,17 +263,26 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     d.add_argument("--min-steps", type=int, default=200,
                    help="at least this many optimizer steps per phase (more epochs on small data)")
     d.add_argument("--ewc-lambda", type=float, default=0.0,
-                   help="online-EWC strength (default off: it made the KB forget more, see tcl.ckd)")
+                   help="with --preserve keep: online-EWC strength (default off: it made the KB forget "
+                        "more, see tcl.ckd)")
     d.add_argument("--gamma", type=float, default=0.99, help="online-EWC decay")
+    d.add_argument("--preserve", choices=("exact", "keep"), default="exact",
+                   help="how the earlier platforms are kept: exact (default) trains only the parameters "
+                        "that read the hardware descriptor, projected so that every earlier platform's "
+                        "scores stay exactly as they were (the new descriptor must differ from the earlier "
+                        "ones); keep trains the whole KB, held by --keep-old and --ewc-lambda")
     d.add_argument("--keep-old", type=float, default=1.0, metavar="MU",
-                   help="weight of keeping the KB's rankings under earlier platforms' hardware (0: off)")
+                   help="with --preserve keep: weight of keeping the KB's rankings under earlier platforms' "
+                        "hardware (0: off)")
     d.add_argument("--keep-old-mix", action="store_true",
                    help="keep those rankings also on mixtures of two tasks' programs (measured: README)")
     d.add_argument("--hardware-lr", type=float, default=10.0, metavar="X",
                    help="learning-rate multiplier of the hardware projection and FiLM while compressing")
     d.add_argument("--no-film", action="store_true",
-                   help="first platform: no FiLM layer (the KB then reads the descriptor only through "
+                   help="first platform: no FiLM layers (the KB then reads the descriptor only through "
                         "its projection; ablation)")
+    d.add_argument("--no-film-steps", action="store_true",
+                   help="first platform: FiLM of the pooled embedding only, not of every step (ablation)")
     d.add_argument("--no-gate", action="store_true", help="ungated distillation (ablation)")
     d.add_argument("--fresh-column", action="store_true",
                    help="start the active column from scratch instead of from the KB (ablation)")
@@ -391,8 +401,9 @@ def _distill(args):
 
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
                     min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, gamma=args.gamma, gated=not args.no_gate,
-                    keep_old=args.keep_old, keep_old_mix=args.keep_old_mix, hardware_lr=args.hardware_lr,
-                    hardware_film=not args.no_film, column_from_kb=not args.fresh_column, seed=args.seed, threads=args.threads)
+                    preserve=args.preserve, keep_old=args.keep_old, keep_old_mix=args.keep_old_mix,
+                    hardware_lr=args.hardware_lr,
+                    hardware_film=not args.no_film, hardware_film_steps=not args.no_film_steps, column_from_kb=not args.fresh_column, seed=args.seed, threads=args.threads)
     data = ProgramData(featurize(args.data))
     train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
     learn, learn_ids = data, train_ids
@@ -405,7 +416,10 @@ def _distill(args):
         history = []
     else:
         old, ewc, ck = load_kb(args.kb)
-        kb, ewc, seconds = learn_platform(old, ewc, learn, learn_ids, cfg)
+        try:
+            kb, ewc, seconds = learn_platform(old, ewc, learn, learn_ids, cfg)
+        except ValueError as e:  # a descriptor exact preservation cannot learn under
+            raise FormatError(f"{' '.join(args.data)}: {e}") from None
         history = ck.get("meta", {}).get("platforms", [])
     entry = {"data": [str(p) for p in args.data], "seconds": seconds, "config": asdict(cfg),
              "programs_learned": len(learn.programs_of(learn_ids)), "sample": args.sample}

@@ -1,6 +1,10 @@
 """Continual distillation: a frozen KB during progress, constant size, only new data, EWC."""
 
+import copy
+import json
+import shutil
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +28,7 @@ from tcl.train import ProgramData  # noqa: E402
 from test_features import MS_FIXTURE  # noqa: E402
 
 CFG = CKDConfig(progress_epochs=2, compress_epochs=2, min_steps=0, threads=1, group_size=16)
+KEEP = replace(CFG, preserve="keep")  # the whole KB learns, held by the old-hardware term
 
 
 @pytest.fixture(scope="module")
@@ -98,28 +103,31 @@ def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1,
     seen = []
     real = ckd._keep_old_platforms
 
-    def spy(kb_, student, emb, kb_emb, workload, gid, old_hw):
+    def spy(kb_, student, seq, lengths, emb, kb_emb, workload, gid, old_hw):
         seen.append([h.tolist() for h in old_hw])
         before = torch.get_rng_state()  # the student's head draws dropout: replay the same masks
-        loss = real(kb_, student, emb, kb_emb, workload, gid, old_hw)
+        loss = real(kb_, student, seq, lengths, emb, kb_emb, workload, gid, old_hw)
         after = torch.get_rng_state()
         torch.set_rng_state(before)
-        # the target is the incoming KB's order under the old descriptor
+        # the target is the incoming KB's order under the old descriptor (both bodies read it)
         with torch.no_grad():
             hw = old_hw[0].expand(len(emb), -1)
-            want = lambda_rank_loss(student.head(emb, workload, hw), ckd._rank_labels(kb.head(kb_emb, workload, hw), gid), gid)
+            target = ckd._rank_labels(kb.head(kb.embedding(seq, lengths, hw), workload, hw), gid)
+            want = lambda_rank_loss(student.head(student.embedding(seq, lengths, hw), workload, hw), target, gid)
         torch.set_rng_state(after)
         assert float(loss) == pytest.approx(float(want), rel=1e-5)
         return loss
 
     monkeypatch.setattr(ckd, "_keep_old_platforms", spy)
-    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CFG)
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], KEEP)
     assert seen and all(s == ewc.hardware for s in seen)  # the old descriptor, never the new one
     seen.clear()
-    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), platforms[1], [0], CFG)
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), platforms[1], [0], KEEP)
     assert not seen  # same descriptor as before: nothing to keep apart
-    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, keep_old=0.0))
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, keep_old=0.0))
     assert not seen
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CFG)
+    assert not seen  # exact preservation needs no term
 
 
 def test_frozen_outputs_match_the_models_run_per_batch(kb1, column):
@@ -132,16 +140,77 @@ def test_frozen_outputs_match_the_models_run_per_batch(kb1, column):
     seq, lengths, workload, hardware = new.inputs(idx)
     with torch.no_grad():
         torch.testing.assert_close(teacher[idx], ac(seq, lengths, workload, hardware), rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(kb_emb[idx], kb.embedding(seq, lengths), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(kb_emb[idx], kb.embedding(seq, lengths, hardware), rtol=1e-5, atol=1e-5)
 
 
-def test_kb_size_is_constant_and_it_learns_the_new_platform(platforms, kb1):
+@pytest.mark.parametrize("cfg", [CFG, KEEP], ids=["exact", "keep"])
+def test_kb_size_is_constant_and_it_learns_the_new_platform(platforms, kb1, cfg):
     kb, ewc, _ = kb1
-    new_kb, ewc2, seconds = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), platforms[1], [0], CFG)
+    new = other_hardware(platforms[1])
+    new_kb, ewc2, seconds = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], cfg)
     assert new_kb.size_mb() == kb.size_mb()
     assert {n: p.shape for n, p in new_kb.named_parameters()} == {n: p.shape for n, p in kb.named_parameters()}
     assert ewc2.platforms == 2 and seconds > 0
     assert any(not torch.equal(p, q) for p, q in zip(new_kb.parameters(), kb.parameters()))
+
+
+def scores_under(model, data, hardware):
+    seq, lengths, workload, _ = data.inputs(np.arange(len(data)))
+    with torch.no_grad():
+        return model.eval()(seq, lengths, workload, torch.as_tensor(hardware, dtype=torch.float32).expand(len(data), -1))
+
+
+def test_exact_preservation_keeps_every_earlier_platforms_scores(platforms, kb1):
+    kb, ewc, _ = kb1
+    h1 = platforms[0].hardware[0]
+    second = other_hardware(platforms[1])
+    third = copy.copy(platforms[0])
+    third.hardware = platforms[0].hardware.copy()
+    third.hardware[:, 8] += 0.7  # another field than the second platform's: outside the earlier span
+    h2, h3 = second.hardware[0], third.hardware[0]
+    kb2, ewc2, _ = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), second, [0], CFG)
+    kb3, ewc3, _ = learn_platform(kb2, ewc2, third, [0], CFG)
+    assert ewc3.hardware == [h1.tolist(), h2.tolist(), h3.tolist()]
+    for data in platforms:
+        torch.testing.assert_close(scores_under(kb3, data, h1), scores_under(kb, data, h1), rtol=0, atol=1e-5)
+        torch.testing.assert_close(scores_under(kb3, data, h2), scores_under(kb2, data, h2), rtol=0, atol=1e-5)
+        # what was learned under h2 is not what the KB says under h1
+        assert not torch.allclose(scores_under(kb2, data, h2), scores_under(kb, data, h2), atol=1e-4)
+    assert not torch.allclose(scores_under(kb3, third, h3), scores_under(kb2, third, h3), atol=1e-4)
+    # only the parameters that read the descriptor moved
+    moved = {n for (n, p), q in zip(kb3.named_parameters(), kb.parameters()) if not torch.equal(p, q)}
+    assert moved and moved <= {n for n, p in kb3.named_parameters() if n.startswith(("hardware_proj.0.", "hardware_film"))}
+
+
+def test_descriptor_projection_against_its_definition():
+    """dW x = 0 for every earlier input x, and nothing else of dW removed (numpy reference)."""
+    from tcl.ckd import DescriptorProjection
+
+    model = tcl.model.MambaCostModel(tcl.model.CostModelConfig(feature_dim=4, seq_len=3, d_model=8, hardware_film=True))
+    rng = np.random.default_rng(0)
+    old = [rng.normal(size=12).astype(np.float32) for _ in range(3)]
+    with torch.no_grad():
+        model.hardware_ref.copy_(torch.from_numpy(old[0]))
+    proj = DescriptorProjection(model, old, [rng.normal(size=12).astype(np.float32)])
+    w0 = model.hardware_film.weight.detach().numpy().copy()
+    with torch.no_grad():
+        model.hardware_film.weight.add_(torch.from_numpy(rng.normal(size=w0.shape).astype(np.float32)))
+    step = model.hardware_film.weight.detach().numpy() - w0
+    proj.apply()
+    kept = model.hardware_film.weight.detach().numpy() - w0
+    x = np.stack([h - old[0] for h in old[1:]], 1)  # the reference's own input is zero
+    want = step - step @ x @ np.linalg.pinv(x)  # least-squares removal of the span's component
+    np.testing.assert_allclose(kept, want, atol=1e-5)
+    np.testing.assert_allclose(kept @ x, 0, atol=1e-5)
+
+
+def test_exact_preservation_needs_a_new_descriptor(platforms, kb1, column):
+    kb, ewc, _ = kb1
+    _, ac = column
+    with pytest.raises(ValueError, match="preserve='keep'"):
+        compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), platforms[1], [0], CFG)  # the first's descriptor
+    with pytest.raises(ValueError, match="'exact' or 'keep'"):
+        compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), platforms[1], [0], replace(CFG, preserve="x"))
 
 
 def test_ewc_penalty():
@@ -174,12 +243,27 @@ def test_gate_trusts_the_column_where_it_ranks_right():
     assert torch.all(g < 1) and g.min() < 0.5
 
 
-def test_distill_cli_reads_only_the_new_platform(tmp_path, monkeypatch):
+def new_platform_dir(tmp_path) -> Path:
+    """A fixture database as measured on other hardware (its own platform.json)."""
+    out = tmp_path / "new-platform"
+    shutil.copytree(MS_FIXTURE / "conv2d_1x16x14x14_32_3x3", out / "conv2d")
+    (out / "platform.json").write_text(json.dumps({"target": "llvm -mcpu=znver4 -num-cores=2", "cores": 2,
+                                                   "vector_bits": 512}))
+    return out
+
+
+def test_distill_cli_reads_only_the_new_platform(tmp_path, monkeypatch, capsys):
     from tcl import cli, features
 
     kb1 = tmp_path / "kb1.pt"
     args = ["--progress-epochs", "1", "--compress-epochs", "1", "--min-steps", "0", "--threads", "1"]
     assert cli.main(["distill", "--data", str(MS_FIXTURE / "matmul_128"), "--out", str(kb1), *args]) == 0
+    # the same hardware again: nothing exact preservation could learn with, a clear error
+    same = str(MS_FIXTURE / "conv2d_1x16x14x14_32_3x3")
+    assert cli.main(["distill", "--kb", str(kb1), "--data", same, "--out", str(tmp_path / "x.pt"), *args]) == 2
+    assert "--preserve keep" in capsys.readouterr().err
+    assert cli.main(["distill", "--kb", str(kb1), "--data", same, "--out", str(tmp_path / "x.pt"),
+                     "--preserve", "keep", *args]) == 0
     seen = []
     real = features.featurize
 
@@ -188,7 +272,7 @@ def test_distill_cli_reads_only_the_new_platform(tmp_path, monkeypatch):
         return real(paths, *a, **k)
 
     monkeypatch.setattr(features, "featurize", spy)
-    new = str(MS_FIXTURE / "conv2d_1x16x14x14_32_3x3")
+    new = str(new_platform_dir(tmp_path))
     assert cli.main(["distill", "--kb", str(kb1), "--data", new, "--out", str(tmp_path / "kb2.pt"), *args]) == 0
     assert seen == [[new]]
     from tcl.ckd import load_kb
@@ -205,7 +289,7 @@ def test_distill_cli_learns_a_platform_from_an_rdu_sample(tmp_path):
     args = ["--progress-epochs", "1", "--compress-epochs", "1", "--min-steps", "0", "--threads", "1"]
     kb1 = tmp_path / "kb1.pt"
     assert cli.main(["distill", "--data", str(MS_FIXTURE / "matmul_128"), "--out", str(kb1), *args]) == 0
-    new = MS_FIXTURE / "conv2d_1x16x14x14_32_3x3"
+    new = new_platform_dir(tmp_path)
     n = len(tcl.featurize(new))
     out = tmp_path / "kb2.pt"
     assert cli.main(["distill", "--kb", str(kb1), "--data", str(new), "--out", str(out), "--sample", "0.25", *args]) == 0
@@ -219,11 +303,11 @@ def test_distill_cli_learns_a_platform_from_an_rdu_sample(tmp_path):
 def test_compress_trains_the_hardware_projection_at_its_own_rate(kb1, column):
     kb, ewc, _ = kb1
     new, ac = column
-    frozen_hw = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=0.0))
+    frozen_hw = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, hardware_lr=0.0))
     for (n, p), q in zip(frozen_hw.named_parameters(), kb.parameters()):
-        assert torch.equal(p, q) == n.startswith(("hardware_proj.", "hardware_film.")), n  # lr 0 there, the rest learns
-    fast = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=10.0))
-    slow = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, hardware_lr=1.0))
+        assert torch.equal(p, q) == n.startswith(("hardware_proj.", "hardware_film")), n  # lr 0 there, the rest learns
+    fast = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, hardware_lr=10.0))
+    slow = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, hardware_lr=1.0))
     moved = lambda m: sum(float((p - q).abs().sum()) for p, q in zip(m.hardware_proj.parameters(), kb.hardware_proj.parameters()))
     assert moved(fast) > 3 * moved(slow)
 
@@ -239,9 +323,16 @@ def test_film_is_zero_at_the_first_platform_and_learns_the_next(platforms, kb1):
         assert torch.equal(kb(*x), plain(*x))  # the same training; FiLM is zero at its platform
         moved = with_hardware_film(plain, x[3][0])
         torch.nn.init.normal_(moved.hardware_film.weight)
+        torch.nn.init.normal_(moved.hardware_film_steps.weight)
         assert torch.allclose(moved(*x), plain(*x))  # any FiLM weights: still zero at the reference
         other = (*x[:3], x[3] + 1.0)
         assert not torch.allclose(moved(*other), plain(*other))
+        # the steps' FiLM changes the body itself under another descriptor; the body needs it then
+        assert not torch.allclose(moved.embedding(x[0], x[1], other[3]), plain.embedding(x[0], x[1]))
+        with pytest.raises(ValueError, match="pass `hardware`"):
+            moved.embedding(x[0], x[1])
+        pooled_only = with_hardware_film(plain, x[3][0], steps=False)
+        assert pooled_only.hardware_film_steps is None and pooled_only.size_mb() < moved.size_mb()
     new = other_hardware(platforms[1])
     new_kb, _, _ = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CFG)
     assert new_kb.hardware_film.weight.abs().sum() > 0  # the new platform's descriptor is not the reference
@@ -277,7 +368,7 @@ def test_compress_with_mixtures_keeps_the_size(kb1, column, monkeypatch):
     calls = []
     real = ckd._mixed_programs
     monkeypatch.setattr(ckd, "_mixed_programs", lambda *a: calls.append(1) or real(*a))
-    student = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(CFG, keep_old_mix=True))
+    student = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, keep_old_mix=True))
     assert calls  # the mixtures were made
     assert student.size_mb() == kb.size_mb()
     assert any(not torch.equal(p, q) for p, q in zip(student.parameters(), kb.parameters()))

@@ -149,8 +149,9 @@ def test_tcl_export_cli_from_a_checkpoint(tmp_path):
 
 
 def test_a_knowledge_base_with_film_exports_and_reloads(tmp_path):
-    """The continual-distillation KB (FiLM relative to its first platform) through a checkpoint
-    and ONNX, scored for its reference platform and for another one."""
+    """The continual-distillation KB (FiLM of the pooled embedding and of every step, relative to
+    its first platform) through a checkpoint and ONNX, scored for its reference platform and for
+    another one."""
     from tcl.ckd import with_hardware_film
     from tcl.train import build_model, load_checkpoint, save_checkpoint
 
@@ -158,6 +159,7 @@ def test_a_knowledge_base_with_film_exports_and_reloads(tmp_path):
     first, other = {"cores": 1, "vector_bits": 256}, {"cores": 2, "vector_bits": 512}
     kb = with_hardware_film(build_model("mamba").eval(), hardware_vector(first))
     torch.nn.init.normal_(kb.hardware_film.weight, std=0.1)
+    torch.nn.init.normal_(kb.hardware_film_steps.weight, std=0.1)
     save_checkpoint(tmp_path / "kb.pt", kb, "mamba", {})
     loaded, _ = load_checkpoint(tmp_path / "kb.pt")
     assert torch.equal(loaded.hardware_ref, kb.hardware_ref)

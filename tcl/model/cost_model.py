@@ -1,6 +1,7 @@
 """The Mamba cost model: a schedule sequence (plus workload and hardware descriptors) -> a score.
 
-    seq [B, L, D] --Linear--> [B, L, d] --(x + Mamba(norm(x))) * n_layer--> norm
+    seq [B, L, D] --Linear--> [B, L, d] --(optional) FiLM of every step by the hardware descriptor-->
+        --(x + Mamba(norm(x))) * n_layer--> norm
         --masked mean over the true length--> [B, d]
         --(optional) FiLM by the hardware descriptor--> --concat proj(workload), proj(hardware)-->
         MLP -> score [B]
@@ -39,6 +40,7 @@ class CostModelConfig:
     head_hidden: int = 96
     dropout: float = 0.1         # head only; MC-dropout samples it at scoring time
     hardware_film: bool = False  # scale and shift the pooled embedding by (hardware - hardware_ref)
+    hardware_film_steps: bool = False  # ... and every step's encoder output, before the Mamba layers
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -102,23 +104,39 @@ class MambaCostModel(nn.Module):
         # at the reference, so a model trained on that platform alone is unchanged by it; another
         # platform's scores differ by a per-dimension rescaling of the embedding, which the
         # concatenated projection above, a shift of the MLP's inputs, expresses poorly.
-        # Built last (and zeroed) so that the other layers' initial weights do not depend on it.
-        self.hardware_film = None
+        # The steps' FiLM lets the descriptor reweight the features the Mamba layer reads (a
+        # platform's fast schedules differ in vector widths and tile sizes, which the features
+        # carry), so the body computes differently per platform, not only the head.
+        # Built last (and zeroed) so that the other layers' initial weights do not depend on them.
+        self.hardware_film = self.hardware_film_steps = None
         if cfg.hardware_film and cfg.hardware_dim:
             self.hardware_film = nn.Linear(cfg.hardware_dim, 2 * d, bias=False)
             nn.init.zeros_(self.hardware_film.weight)
+            if cfg.hardware_film_steps:
+                self.hardware_film_steps = nn.Linear(cfg.hardware_dim, 2 * d, bias=False)
+                nn.init.zeros_(self.hardware_film_steps.weight)
             self.register_buffer("hardware_ref", torch.zeros(cfg.hardware_dim))
 
-    def hidden_states(self, seq: torch.Tensor) -> list[torch.Tensor]:
+    def encode(self, seq: torch.Tensor, hardware: torch.Tensor | None = None) -> torch.Tensor:
+        """The encoder's output [B, L, d_model], FiLM-ed by the descriptor if the model has the steps' FiLM."""
+        x = self.encoder(seq)
+        if self.hardware_film_steps is not None:
+            if hardware is None:
+                raise ValueError("this model's body reads the hardware descriptor: pass `hardware`")
+            gamma, beta = self.hardware_film_steps(hardware - self.hardware_ref).unsqueeze(1).chunk(2, dim=-1)
+            x = x * (1 + gamma) + beta
+        return x
+
+    def hidden_states(self, seq: torch.Tensor, hardware: torch.Tensor | None = None) -> list[torch.Tensor]:
         """[encoder output, output of layer 1, ..., layer n_layer], each [B, L, d_model]."""
-        hs = [self.encoder(seq)]
+        hs = [self.encode(seq, hardware)]
         for layer in self.layers:
             hs.append(layer(hs[-1]))
         return hs
 
-    def embedding(self, seq: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def embedding(self, seq: torch.Tensor, lengths: torch.Tensor, hardware: torch.Tensor | None = None) -> torch.Tensor:
         """Pooled program embedding [B, d_model] (normed last hidden state, masked mean)."""
-        return masked_mean(self.norm_f(self.hidden_states(seq)[-1]), lengths)
+        return masked_mean(self.norm_f(self.hidden_states(seq, hardware)[-1]), lengths)
 
     def head(self, emb: torch.Tensor, workload: torch.Tensor | None = None,
              hardware: torch.Tensor | None = None) -> torch.Tensor:
@@ -135,12 +153,12 @@ class MambaCostModel(nn.Module):
 
     def forward(self, seq, lengths, workload=None, hardware=None) -> torch.Tensor:
         """seq [B, L, D] float32, lengths [B] int, workload [B, W], hardware [B, P] -> score [B]."""
-        return self.head(self.embedding(seq, lengths), workload, hardware)
+        return self.head(self.embedding(seq, lengths, hardware), workload, hardware)
 
     @torch.no_grad()
     def mc_scores(self, seq, lengths, workload=None, hardware=None, n: int = 16) -> torch.Tensor:
         """n MC-dropout samples of the score, [n, B]: the body runs once, the head n times."""
-        emb = self.embedding(seq, lengths)
+        emb = self.embedding(seq, lengths, hardware)
         was_training = self.decoder.training
         self.decoder.train()
         try:
@@ -150,7 +168,7 @@ class MambaCostModel(nn.Module):
 
     def hardware_params(self) -> list[nn.Parameter]:
         """The parameters that read the hardware descriptor (projection and FiLM)."""
-        mods = [m for m in (self.hardware_proj, self.hardware_film) if m is not None]
+        mods = [m for m in (self.hardware_proj, self.hardware_film, self.hardware_film_steps) if m is not None]
         return [p for m in mods for p in m.parameters()]
 
     def size_mb(self) -> float:

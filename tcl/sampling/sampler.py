@@ -84,7 +84,7 @@ def model_signals(model, data, idx, mc_samples: int, batch: int = 256):
     with torch.no_grad():
         for a in range(0, len(idx), batch):
             x = data.inputs(idx[a:a + batch])
-            emb.append(model.embedding(x[0], x[1]).numpy())
+            emb.append(model.embedding(x[0], x[1], x[3]).numpy())
             samples.append(model.mc_scores(*x, n=mc_samples).numpy())
     return np.concatenate(emb), np.concatenate(samples, axis=1)
 
