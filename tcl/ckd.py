@@ -22,17 +22,18 @@ inputs, so one KB serves every platform it has learned. For a new platform:
    descriptor linearly, so after every step their change is projected off the span of the
    earlier platforms' inputs (DescriptorProjection): the KB's scores under every earlier
    descriptor stay exactly what they were, with no term to balance and no old data. The price is
-   capacity: a frozen body adapted by per-platform FiLM. Measured (bench/ckd_variants.py, seed 0,
-   old / new held-out Top-1): znver4-2c -> x86-64-2c 0.756 / 0.644 (pooled-embedding FiLM alone:
-   0.620; keep, below: 0.701 / 0.656), haswell-1c -> x86-64-2c 0.672 / 0.770 (0.766; keep 0.705 /
-   0.752). A FiLM of the head's hidden layer as well changed neither (0.644, 0.770).
+   plasticity: a frozen body adapted by per-platform FiLM. Measured (bench/ckd_variants.py, seed
+   0, old / new held-out Top-1, bench/results/ckd_variants_exact_*_s0.json): znver4-2c ->
+   x86-64-2c 0.756 / 0.642 (keep, below: 0.695 / 0.859), haswell-1c -> x86-64-2c 0.672 / 0.691
+   (keep 0.704 / 0.788). Over three platforms in both orders and seeds 0-2 (bench/continual.py,
+   README) exact averaged 0.680 / 0.728 Top-1 with no forgetting, keep (with the pooled FiLM
+   only) 0.671 / 0.712 forgetting 8-11%, joint training 0.749 / 0.741.
    "keep": the whole KB learns, plus
        mu * mean_h LambdaRank(KB(. | h), order of KB_old(. | h))  +  EWC,
    the new programs scored under each earlier descriptor h as the incoming KB scored them
    (learning without forgetting with the old hardware as the old task), the descriptor-reading
    parameters at CKDConfig.hardware_lr (10x: a KB that saw one platform reads all descriptors
-   almost alike). Over seeds 0-2 of three platforms in both orders it forgot 8-11% of the
-   earlier platforms' Top-1 (README); EWC (off by default, see CKDConfig.ewc_lambda) is online:
+   almost alike). EWC (off by default, see CKDConfig.ewc_lambda) is online:
    sum_k (lambda/2) F*_k (theta - theta*_k)^2 with one running Fisher
    F* <- gamma F* + F_new / mean(F_new) (normalised per platform) and one anchor theta*.
 3. consolidate: the Fisher of the KB on the new platform's programs (squared gradients of the
