@@ -402,8 +402,9 @@ def _distill(args):
     cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
                     min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, gamma=args.gamma, gated=not args.no_gate,
                     preserve=args.preserve, keep_old=args.keep_old, keep_old_mix=args.keep_old_mix,
-                    hardware_lr=args.hardware_lr,
-                    hardware_film=not args.no_film, hardware_film_steps=not args.no_film_steps, column_from_kb=not args.fresh_column, seed=args.seed, threads=args.threads)
+                    hardware_lr=args.hardware_lr, hardware_film=not args.no_film,
+                    hardware_film_steps=not args.no_film_steps, column_from_kb=not args.fresh_column,
+                    seed=args.seed, threads=args.threads)
     data = ProgramData(featurize(args.data))
     train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
     learn, learn_ids = data, train_ids
