@@ -375,6 +375,8 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
     old_hw = [torch.tensor(h, dtype=torch.float32) for h in old_hw]
     ac.eval()
     all_teacher, all_kb_emb = _frozen_outputs(kb, ac, data, task_ids)
+    # exact, without the steps' FiLM: the body is frozen, so its embeddings are the incoming KB's
+    cached = exact and student.hardware_film_steps is None
     student.train()
     for _ in range(epochs_for_steps(data, task_ids, cfg.compress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)):
         for idx, gid in _batches(data, task_ids, cfg, rng):
@@ -383,8 +385,6 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
             teacher = all_teacher[idx]
             with torch.no_grad():
                 g = gate(teacher, labels, gid) if cfg.gated else torch.ones_like(teacher)
-            # exact, without the steps' FiLM: the body is frozen, so its embeddings are the incoming KB's
-            cached = exact and student.hardware_film_steps is None
             emb = all_kb_emb[idx] if cached else student.embedding(seq, lengths, hardware)
             s = student.head(emb, workload, hardware)
             distill = (g * (_standardise(s, gid) - _standardise(teacher, gid)) ** 2).mean()
