@@ -93,6 +93,8 @@ def main(argv=None):
     p.add_argument("new", nargs="?", default=str(ROOT / "datasets" / "haswell-1c"), help="second platform")
     p.add_argument("--variants", default=DEFAULT_VARIANTS,
                    help="';'-separated variants, each comma-separated CKDConfig field=value")
+    p.add_argument("--base", default="", help="comma-separated CKDConfig field=value for the first KB, the column and "
+                   "every variant (e.g. hardware_adapter_rank=4)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "ckd_variants.json"))
@@ -107,7 +109,7 @@ def main(argv=None):
     def top1(model, k, part=1):  # part 1: held-out tasks, 0: training tasks
         return score_tasks(model, datas[k], splits[k][part])["pooled"]["top1"]
 
-    cfg = CKDConfig(seed=args.seed, threads=args.threads)
+    cfg = CKDConfig(seed=args.seed, threads=args.threads, **parse_variant(args.base))
     cache = Path(args.cache) / f"{Path(args.old).name}-{Path(args.new).name}-s{args.seed}" if args.cache else None
     if cache and (cache / "kb.pt").exists():
         kb, ewc, _ = load_kb(cache / "kb.pt")
@@ -117,7 +119,7 @@ def main(argv=None):
             cache.mkdir(parents=True, exist_ok=True)
             save_kb(cache / "kb.pt", kb, ewc, {})
     before = top1(kb, 0)
-    result = {"old": Path(args.old).name, "new": Path(args.new).name, "seed": args.seed,
+    result = {"old": Path(args.old).name, "new": Path(args.new).name, "seed": args.seed, "base": parse_variant(args.base),
               "kb_top1_old": before, "kb_top1_new_zero_shot": top1(kb, 1), "columns": {}, "variants": []}
     print(f"KB: Top-1 {before:.4f} on {result['old']}, {result['kb_top1_new_zero_shot']:.4f} on {result['new']} (zero-shot)")
     columns = {}

@@ -89,6 +89,7 @@ class CKDConfig:
     hardware_lr: float = 10.0  # compress: learning-rate multiplier of the hardware projection and FiLM
     hardware_film: bool = True  # the KB scales its embedding by the descriptor (first_platform)
     hardware_film_steps: bool = True  # ... and every step's encoder output (with hardware_film)
+    hardware_adapter_rank: int = 0  # rank of the KB's descriptor-linear adapters (0: none; with hardware_film)
     batch_tasks: int = 8
     group_size: int = 32
     clip: float = 0.5
@@ -125,8 +126,9 @@ class ActiveColumn(nn.Module):
         with torch.no_grad():
             kb_h = self.kb.hidden_states(seq, hardware)
         x = self.col.encode(seq, hardware) + self.alpha[0] * self.lateral[0](kb_h[0])
+        d = self.col._descriptor_delta(hardware) if self.col.encoder_adapter is not None else None
         for i, layer in enumerate(self.col.layers):
-            x = layer(x) + self.alpha[i + 1] * self.lateral[i + 1](kb_h[i + 1])
+            x = layer(x, d) + self.alpha[i + 1] * self.lateral[i + 1](kb_h[i + 1])
         emb = masked_mean(self.col.norm_f(x), lengths)
         return self.col.head(emb, workload, hardware)
 
@@ -250,10 +252,10 @@ def _keep_old_platforms(kb, student, seq, lengths, emb, kb_emb, workload, gid, o
         hw = h.expand(len(emb), -1)
         emb_h = emb
         with torch.no_grad():
-            if kb.hardware_film_steps is not None:
+            if kb.body_reads_hardware:
                 kb_emb = kb.embedding(seq, lengths, hw)
             target = _rank_labels(kb.head(kb_emb, workload, hw), gid)
-        if student.hardware_film_steps is not None:
+        if student.body_reads_hardware:
             emb_h = student.embedding(seq, lengths, hw)
         total = total + lambda_rank_loss(student.head(emb_h, workload, hw), target, gid)
     return total / len(old_hw)
@@ -314,18 +316,24 @@ class DescriptorProjection:
 
     def __init__(self, model: MambaCostModel, old_hw: list, new_hw: list):
         self.sites = []  # (weight, bias or None, projector P, weight's incoming value, bias's)
-        for film in (model.hardware_film, model.hardware_film_steps):
-            if film is not None:
-                ref = model.hardware_ref
-                self._add(film, [torch.as_tensor(h) - ref for h in old_hw], [torch.as_tensor(h) - ref for h in new_hw])
+        ref = model.hardware_ref if model.hardware_film is not None else None
+        if ref is not None:
+            delta = self._projector([torch.as_tensor(h) - ref for h in old_hw], [torch.as_tensor(h) - ref for h in new_hw])
+            for film in (model.hardware_film, model.hardware_film_steps):
+                if film is not None:
+                    self._add(film, delta)
+            # an adapter's input is d (x) (A x), flattened with d's index outermost
+            for adapter in model.adapters():
+                self._add(adapter.up, torch.kron(delta, torch.eye(adapter.rank)))
         if model.hardware_proj is not None:
             one = torch.ones(1)
-            self._add(model.hardware_proj[0], [torch.cat([torch.as_tensor(h), one]) for h in old_hw],
-                      [torch.cat([torch.as_tensor(h), one]) for h in new_hw])
+            self._add(model.hardware_proj[0], self._projector([torch.cat([torch.as_tensor(h), one]) for h in old_hw],
+                                                              [torch.cat([torch.as_tensor(h), one]) for h in new_hw]))
 
-    def _add(self, linear: nn.Linear, old_inputs, new_inputs):
-        n = linear.in_features + (linear.bias is not None)
-        proj = torch.eye(n)
+    @staticmethod
+    def _projector(old_inputs, new_inputs) -> torch.Tensor:
+        """The orthogonal projector onto the complement of the old inputs' span."""
+        proj = torch.eye(len(new_inputs[0]))
         if old_inputs:
             x = torch.stack(old_inputs).float()
             u, s, _ = torch.linalg.svd(x.T, full_matrices=False)
@@ -336,7 +344,11 @@ class DescriptorProjection:
                 raise ValueError("the new platform's hardware descriptor is a combination of earlier platforms' "
                                  "(or the same): exact preservation leaves it nothing to learn with; "
                                  "use CKDConfig(preserve='keep') (tcl distill --preserve keep)")
+        return proj
+
+    def _add(self, linear: nn.Linear, proj: torch.Tensor):
         bias = linear.bias
+        assert proj.shape[0] == linear.in_features + (bias is not None)
         self.sites.append((linear.weight, bias, proj, linear.weight.detach().clone(),
                            None if bias is None else bias.detach().clone()))
 
@@ -376,7 +388,7 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
     ac.eval()
     all_teacher, all_kb_emb = _frozen_outputs(kb, ac, data, task_ids)
     # exact, without the steps' FiLM: the body is frozen, so its embeddings are the incoming KB's
-    cached = exact and student.hardware_film_steps is None
+    cached = exact and not student.body_reads_hardware
     student.train()
     for _ in range(epochs_for_steps(data, task_ids, cfg.compress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)):
         for idx, gid in _batches(data, task_ids, cfg, rng):
@@ -444,22 +456,25 @@ def first_platform(data: ProgramData, task_ids, cfg: CKDConfig, model_config: di
                   epochs=cfg.progress_epochs + cfg.compress_epochs, lr=cfg.lr, seed=cfg.seed,
                   threads=cfg.threads, progress=False, min_steps=2 * cfg.min_steps)
     if cfg.hardware_film:
-        kb = with_hardware_film(kb, platform_hardware(data, task_ids)[0], steps=cfg.hardware_film_steps)
+        kb = with_hardware_film(kb, platform_hardware(data, task_ids)[0], steps=cfg.hardware_film_steps,
+                                adapter_rank=cfg.hardware_adapter_rank)
     ewc = OnlineEWC()
     ewc.consolidate(kb, data, task_ids, cfg)
     return kb, ewc, time.perf_counter() - t0
 
 
-def with_hardware_film(model: MambaCostModel, reference, steps: bool = True) -> MambaCostModel:
+def with_hardware_film(model: MambaCostModel, reference, steps: bool = True, adapter_rank: int = 0) -> MambaCostModel:
     """The same model with FiLM layers relative to `reference` (a hardware descriptor): it
     scores every program as before under that descriptor; under another, the FiLM weights
-    (zero here) rescale the pooled embedding and (steps) every step's encoder output. The KB
+    (zero here) rescale the pooled embedding and (steps) every step's encoder output, and
+    (adapter_rank > 0) descriptor adapters change the encoder, in_proj and head. The KB
     gets them before it learns a second platform, so its size stays constant from then on."""
     if model.hardware_film is not None:
         return model  # a KB already: its reference and layers stay
-    out = MambaCostModel(replace(model.cfg, hardware_film=True, hardware_film_steps=steps))
+    out = MambaCostModel(replace(model.cfg, hardware_film=True, hardware_film_steps=steps,
+                                 hardware_adapter_rank=adapter_rank))
     missing = out.load_state_dict(model.state_dict(), strict=False).missing_keys
-    assert set(missing) <= {"hardware_film.weight", "hardware_film_steps.weight", "hardware_ref"}, missing
+    assert all(k.startswith("hardware_") or "adapter" in k for k in missing), missing
     with torch.no_grad():
         out.hardware_ref.copy_(torch.as_tensor(reference, dtype=torch.float32))
     return out.train(model.training)

@@ -283,6 +283,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                         "its projection; ablation)")
     d.add_argument("--no-film-steps", action="store_true",
                    help="first platform: FiLM of the pooled embedding only, not of every step (ablation)")
+    d.add_argument("--adapter-rank", type=int, default=0, metavar="R",
+                   help="first platform: rank of the KB's descriptor adapters, which give each later platform "
+                        "its own low-rank change of the encoder, Mamba in_proj and head (0: none)")
     d.add_argument("--no-gate", action="store_true", help="ungated distillation (ablation)")
     d.add_argument("--fresh-column", action="store_true",
                    help="start the active column from scratch instead of from the KB (ablation)")
@@ -403,7 +406,8 @@ def _distill(args):
                     min_steps=args.min_steps, ewc_lambda=args.ewc_lambda, gamma=args.gamma, gated=not args.no_gate,
                     preserve=args.preserve, keep_old=args.keep_old, keep_old_mix=args.keep_old_mix,
                     hardware_lr=args.hardware_lr, hardware_film=not args.no_film,
-                    hardware_film_steps=not args.no_film_steps, column_from_kb=not args.fresh_column,
+                    hardware_film_steps=not args.no_film_steps, hardware_adapter_rank=args.adapter_rank,
+                    column_from_kb=not args.fresh_column,
                     seed=args.seed, threads=args.threads)
     data = ProgramData(featurize(args.data))
     train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)

@@ -160,8 +160,16 @@ def scores_under(model, data, hardware):
         return model.eval()(seq, lengths, workload, torch.as_tensor(hardware, dtype=torch.float32).expand(len(data), -1))
 
 
-def test_exact_preservation_keeps_every_earlier_platforms_scores(platforms, kb1):
-    kb, ewc, _ = kb1
+@pytest.fixture(scope="module")
+def kb1_adapted(platforms):
+    """The first KB with descriptor adapters (rank 2) beside the FiLM layers."""
+    return first_platform(platforms[0], [0], replace(CFG, hardware_adapter_rank=2), model_config={"d_model": 32})
+
+
+@pytest.mark.parametrize("adapted", [False, True], ids=["film", "film+adapters"])
+def test_exact_preservation_keeps_every_earlier_platforms_scores(platforms, request, adapted):
+    kb, ewc, _ = request.getfixturevalue("kb1_adapted" if adapted else "kb1")
+    assert len(kb.adapters()) == (3 if adapted else 0)  # encoder, the layer's in_proj, head
     h1 = platforms[0].hardware[0]
     second = other_hardware(platforms[1])
     third = copy.copy(platforms[0])
@@ -179,7 +187,9 @@ def test_exact_preservation_keeps_every_earlier_platforms_scores(platforms, kb1)
     assert not torch.allclose(scores_under(kb3, third, h3), scores_under(kb2, third, h3), atol=1e-4)
     # only the parameters that read the descriptor moved
     moved = {n for (n, p), q in zip(kb3.named_parameters(), kb.parameters()) if not torch.equal(p, q)}
-    assert moved and moved <= {n for n, p in kb3.named_parameters() if n.startswith(("hardware_proj.0.", "hardware_film"))}
+    readers = {n for n, p in kb3.named_parameters() if n.startswith(("hardware_proj.0.", "hardware_film")) or "adapter" in n}
+    assert moved and moved <= readers
+    assert any("adapter" in n for n in moved) == adapted
 
 
 def test_descriptor_projection_against_its_definition():
@@ -202,6 +212,31 @@ def test_descriptor_projection_against_its_definition():
     want = step - step @ x @ np.linalg.pinv(x)  # least-squares removal of the span's component
     np.testing.assert_allclose(kept, want, atol=1e-5)
     np.testing.assert_allclose(kept @ x, 0, atol=1e-5)
+
+
+def test_descriptor_projection_of_an_adapter_against_its_definition():
+    """An adapter's weight U [out, P * rank]: after the projection, sum_i dU[o, i, k] d_i = 0 for
+    every earlier descriptor difference d, and only that component of the step was removed."""
+    from tcl.ckd import DescriptorProjection
+
+    cfg = tcl.model.CostModelConfig(feature_dim=4, seq_len=3, d_model=8, hardware_film=True, hardware_adapter_rank=3)
+    model = tcl.model.MambaCostModel(cfg)
+    rng = np.random.default_rng(1)
+    old = [rng.normal(size=12).astype(np.float32) for _ in range(3)]
+    with torch.no_grad():
+        model.hardware_ref.copy_(torch.from_numpy(old[0]))
+    proj = DescriptorProjection(model, old, [rng.normal(size=12).astype(np.float32)])
+    up = model.layers[0].adapter.up.weight
+    w0 = up.detach().numpy().copy()
+    with torch.no_grad():
+        up.add_(torch.from_numpy(rng.normal(size=w0.shape).astype(np.float32)))
+    step = (up.detach().numpy() - w0).reshape(len(w0), 12, 3)
+    proj.apply()
+    kept = (up.detach().numpy() - w0).reshape(len(w0), 12, 3)
+    x = np.stack([h - old[0] for h in old[1:]], 1)  # [P, 2]
+    want = step - np.einsum("oik,ij->ojk", step, x @ np.linalg.pinv(x))
+    np.testing.assert_allclose(kept, want, atol=1e-5)
+    np.testing.assert_allclose(np.einsum("oik,ij->ojk", kept, x), 0, atol=1e-5)
 
 
 def test_exact_preservation_needs_a_new_descriptor(platforms, kb1, column):
@@ -333,6 +368,13 @@ def test_film_is_zero_at_the_first_platform_and_learns_the_next(platforms, kb1):
             moved.embedding(x[0], x[1])
         pooled_only = with_hardware_film(plain, x[3][0], steps=False)
         assert pooled_only.hardware_film_steps is None and pooled_only.size_mb() < moved.size_mb()
+        # descriptor adapters: also zero at the reference whatever their weights, a body change elsewhere
+        adapted = with_hardware_film(plain, x[3][0], steps=False, adapter_rank=2)
+        assert adapted.body_reads_hardware and not pooled_only.body_reads_hardware
+        for a in adapted.adapters():
+            torch.nn.init.normal_(a.up.weight)
+        assert torch.allclose(adapted(*x), plain(*x))
+        assert not torch.allclose(adapted.embedding(x[0], x[1], other[3]), plain.embedding(x[0], x[1]))
     new = other_hardware(platforms[1])
     new_kb, _, _ = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CFG)
     assert new_kb.hardware_film.weight.abs().sum() > 0  # the new platform's descriptor is not the reference

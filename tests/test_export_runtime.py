@@ -148,18 +148,21 @@ def test_tcl_export_cli_from_a_checkpoint(tmp_path):
     assert read_metadata(tmp_path / "m.onnx")["arch"] == "mamba"
 
 
-def test_a_knowledge_base_with_film_exports_and_reloads(tmp_path):
+@pytest.mark.parametrize("adapter_rank", [0, 4])
+def test_a_knowledge_base_with_film_exports_and_reloads(tmp_path, adapter_rank):
     """The continual-distillation KB (FiLM of the pooled embedding and of every step, relative to
-    its first platform) through a checkpoint and ONNX, scored for its reference platform and for
-    another one."""
+    its first platform, and descriptor adapters) through a checkpoint and ONNX, scored for its
+    reference platform and for another one."""
     from tcl.ckd import with_hardware_film
     from tcl.train import build_model, load_checkpoint, save_checkpoint
 
     torch.manual_seed(0)
     first, other = {"cores": 1, "vector_bits": 256}, {"cores": 2, "vector_bits": 512}
-    kb = with_hardware_film(build_model("mamba").eval(), hardware_vector(first))
+    kb = with_hardware_film(build_model("mamba").eval(), hardware_vector(first), adapter_rank=adapter_rank)
     torch.nn.init.normal_(kb.hardware_film.weight, std=0.1)
     torch.nn.init.normal_(kb.hardware_film_steps.weight, std=0.1)
+    for adapter in kb.adapters():
+        torch.nn.init.normal_(adapter.up.weight, std=0.1)
     save_checkpoint(tmp_path / "kb.pt", kb, "mamba", {})
     loaded, _ = load_checkpoint(tmp_path / "kb.pt")
     assert torch.equal(loaded.hardware_ref, kb.hardware_ref)

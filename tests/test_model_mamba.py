@@ -12,6 +12,8 @@ import math
 import sys
 import types
 
+import numpy as np
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -319,3 +321,24 @@ def test_fused_cuda_scan_matches_plain_scan(monkeypatch, batch, L, d_model, d_st
         # Parameter gradients sum over batch*L positions: scale atol by the gradient's size.
         atol = 1e-4 * max(1.0, float(b.abs().max()))
         torch.testing.assert_close(a, b, atol=atol, rtol=1e-3, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def test_descriptor_adapter_is_the_descriptor_generated_weight_change():
+    """x -> U (d (x) A x) equals x @ (sum_i d_i U_i A)^T (numpy), per program and per step."""
+    from tcl.model.cost_model import DescriptorAdapter
+
+    torch.manual_seed(0)
+    adapter = DescriptorAdapter(n_in=6, n_out=5, hardware_dim=4, rank=3, seed=7)
+    torch.nn.init.normal_(adapter.up.weight)
+    A = adapter.basis.numpy()
+    np.testing.assert_allclose(A @ A.T, np.eye(3), atol=1e-6)  # orthonormal rows
+    U = adapter.up.weight.detach().numpy().reshape(5, 4, 3)  # [out, P, rank]
+    d = torch.randn(2, 4)
+    for x in (torch.randn(2, 6), torch.randn(2, 9, 6)):
+        got = adapter(x, d).detach().numpy()
+        for b in range(2):
+            W = np.einsum("i,oik,kn->on", d[b].numpy(), U, A)
+            np.testing.assert_allclose(got[b], x[b].numpy() @ W.T, rtol=1e-5, atol=1e-5)
+    # the basis comes from its seed alone, not from torch's global generator
+    again = DescriptorAdapter(n_in=6, n_out=5, hardware_dim=4, rank=3, seed=7)
+    assert torch.equal(again.basis, adapter.basis)

@@ -22,7 +22,7 @@ import torch.nn as nn
 
 from .mamba import Mamba
 
-__all__ = ["CostModelConfig", "MambaCostModel", "RMSNorm", "masked_mean"]
+__all__ = ["CostModelConfig", "DescriptorAdapter", "MambaCostModel", "RMSNorm", "masked_mean"]
 
 
 @dataclass
@@ -41,6 +41,9 @@ class CostModelConfig:
     dropout: float = 0.1         # head only; MC-dropout samples it at scoring time
     hardware_film: bool = False  # scale and shift the pooled embedding by (hardware - hardware_ref)
     hardware_film_steps: bool = False  # ... and every step's encoder output, before the Mamba layers
+    # (with hardware_film) rank of the descriptor-linear adapters of the encoder, each Mamba
+    # layer's in_proj and the head's first layer (0 = none): see DescriptorAdapter
+    hardware_adapter_rank: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,16 +68,56 @@ def masked_mean(h: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return (h * mask).sum(1) / mask.sum(1).clamp(min=1)  # an empty sequence pools to 0, not NaN
 
 
+class DescriptorAdapter(nn.Module):
+    """A low-rank change of a Linear layer's weight that is linear in the hardware descriptor:
+
+        x -> U (d (x) A x),   d = hardware - hardware_ref [P],  A [rank, n_in] fixed,  U [n_out, P * rank]
+
+    i.e. the layer's weight becomes W + sum_i d_i U_i A, a LoRA whose up-projection the descriptor
+    generates. A is a fixed random orthonormal basis (a buffer, from `seed`; LoRA with a frozen
+    random down-projection learns about as well as with a trained one), so everything that
+    learns reads d linearly: a change of U whose P-axis is orthogonal to earlier platforms'
+    d leaves their outputs exactly as they were (tcl.ckd.DescriptorProjection), while a new
+    platform gets its own rank-`rank` change of the layer. U starts at zero: a model trained on
+    the reference platform is unchanged by it."""
+
+    def __init__(self, n_in: int, n_out: int, hardware_dim: int, rank: int, seed: int):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        basis = torch.linalg.qr(torch.randn(n_in, rank, generator=g))[0].T.contiguous()
+        self.register_buffer("basis", basis)
+        self.rank = rank
+        self.up = nn.Linear(hardware_dim * rank, n_out, bias=False)
+        nn.init.zeros_(self.up.weight)
+
+    def forward(self, x: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+        """x [B, ..., n_in], d [B, P] -> [B, ..., n_out]."""
+        P, r = d.shape[-1], self.rank
+        # d (x) A x at index i * rank + k as a product of two matmuls: no reshape of a batch
+        # dimension, which would fix the batch size in an exported graph
+        spread_a = torch.eye(r, device=x.device, dtype=x.dtype).repeat(1, P)  # [r, P * r]: k -> i * r + k
+        spread_d = torch.eye(P, device=x.device, dtype=x.dtype).repeat_interleave(r, dim=1)  # [P, P * r]
+        a = x @ (self.basis.t() @ spread_a)  # [B, ..., P * r]
+        d = d @ spread_d
+        for _ in range(a.dim() - 2):
+            d = d.unsqueeze(1)
+        return self.up(d * a)
+
+
 class MambaLayer(nn.Module):
-    """Pre-norm residual Mamba layer: x + Mamba(norm(x))."""
+    """Pre-norm residual Mamba layer: x + Mamba(norm(x)); its in_proj optionally adapted per platform."""
 
     def __init__(self, cfg: CostModelConfig):
         super().__init__()
         self.norm = RMSNorm(cfg.d_model)
         self.mixer = Mamba(cfg.d_model, d_state=cfg.d_state, d_conv=cfg.d_conv, expand=cfg.expand)
+        self.adapter = None  # set by MambaCostModel (built after every other layer)
 
-    def forward(self, x):
-        return x + self.mixer(self.norm(x))
+    def forward(self, x, d: torch.Tensor | None = None):
+        h = self.norm(x)
+        if self.adapter is None:
+            return x + self.mixer(h)
+        return x + self.mixer(h, in_proj_delta=self.adapter(h, d))
 
 
 class MambaCostModel(nn.Module):
@@ -116,22 +159,49 @@ class MambaCostModel(nn.Module):
                 self.hardware_film_steps = nn.Linear(cfg.hardware_dim, 2 * d, bias=False)
                 nn.init.zeros_(self.hardware_film_steps.weight)
             self.register_buffer("hardware_ref", torch.zeros(cfg.hardware_dim))
+        # Descriptor-linear low-rank adapters (DescriptorAdapter): a platform's own change of the
+        # encoder, of every Mamba layer's in_proj and of the head's first layer, so a new
+        # platform can change what the body computes, not only rescale it (FiLM).
+        self.encoder_adapter = self.head_adapter = None
+        r = cfg.hardware_adapter_rank if self.hardware_film is not None else 0
+        if r:
+            P = cfg.hardware_dim
+            self.encoder_adapter = DescriptorAdapter(cfg.feature_dim, d, P, r, seed=1)
+            for i, layer in enumerate(self.layers):
+                layer.adapter = DescriptorAdapter(d, layer.mixer.in_proj.out_features, P, r, seed=2 + i)
+            self.head_adapter = DescriptorAdapter(n_in, cfg.head_hidden, P, r, seed=2 + cfg.n_layer)
+
+    def adapters(self) -> list[DescriptorAdapter]:
+        """The descriptor adapters (encoder, each layer's in_proj, head), empty without them."""
+        found = [self.encoder_adapter] + [layer.adapter for layer in self.layers] + [self.head_adapter]
+        return [a for a in found if a is not None]
+
+    @property
+    def body_reads_hardware(self) -> bool:
+        """Whether the pooled embedding depends on the hardware descriptor (steps' FiLM or adapters)."""
+        return self.hardware_film_steps is not None or self.encoder_adapter is not None
+
+    def _descriptor_delta(self, hardware: torch.Tensor | None) -> torch.Tensor:
+        if hardware is None:
+            raise ValueError("this model's body reads the hardware descriptor: pass `hardware`")
+        return hardware - self.hardware_ref
 
     def encode(self, seq: torch.Tensor, hardware: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder's output [B, L, d_model], FiLM-ed by the descriptor if the model has the steps' FiLM."""
         x = self.encoder(seq)
+        if self.encoder_adapter is not None:
+            x = x + self.encoder_adapter(seq, self._descriptor_delta(hardware))
         if self.hardware_film_steps is not None:
-            if hardware is None:
-                raise ValueError("this model's body reads the hardware descriptor: pass `hardware`")
-            gamma, beta = self.hardware_film_steps(hardware - self.hardware_ref).unsqueeze(1).chunk(2, dim=-1)
+            gamma, beta = self.hardware_film_steps(self._descriptor_delta(hardware)).unsqueeze(1).chunk(2, dim=-1)
             x = x * (1 + gamma) + beta
         return x
 
     def hidden_states(self, seq: torch.Tensor, hardware: torch.Tensor | None = None) -> list[torch.Tensor]:
         """[encoder output, output of layer 1, ..., layer n_layer], each [B, L, d_model]."""
         hs = [self.encode(seq, hardware)]
+        d = self._descriptor_delta(hardware) if self.encoder_adapter is not None else None
         for layer in self.layers:
-            hs.append(layer(hs[-1]))
+            hs.append(layer(hs[-1], d))
         return hs
 
     def embedding(self, seq: torch.Tensor, lengths: torch.Tensor, hardware: torch.Tensor | None = None) -> torch.Tensor:
@@ -149,7 +219,11 @@ class MambaCostModel(nn.Module):
             parts.append(self.workload_proj(workload))
         if self.hardware_proj is not None:
             parts.append(self.hardware_proj(hardware))
-        return self.decoder(torch.cat(parts, dim=-1)).squeeze(-1)
+        x = self.decoder[0](torch.cat(parts, dim=-1))  # dropout
+        hidden = self.decoder[1](x)
+        if self.head_adapter is not None:
+            hidden = hidden + self.head_adapter(x, self._descriptor_delta(hardware))
+        return self.decoder[2:](hidden).squeeze(-1)
 
     def forward(self, seq, lengths, workload=None, hardware=None) -> torch.Tensor:
         """seq [B, L, D] float32, lengths [B] int, workload [B, W], hardware [B, P] -> score [B]."""
@@ -169,8 +243,8 @@ class MambaCostModel(nn.Module):
     def hardware_params(self) -> list[nn.Parameter]:
         """The parameters that read the hardware descriptor (projection and FiLM)."""
         mods = [m for m in (self.hardware_proj, self.hardware_film, self.hardware_film_steps) if m is not None]
-        return [p for m in mods for p in m.parameters()]
+        return [p for m in mods + self.adapters() for p in m.parameters()]
 
     def size_mb(self) -> float:
-        """Parameter bytes at fp32, in MB (1e6 bytes)."""
-        return sum(p.numel() for p in self.parameters()) * 4 / 1e6
+        """Parameter and buffer bytes at fp32, in MB (1e6 bytes)."""
+        return sum(t.numel() for t in [*self.parameters(), *self.buffers()]) * 4 / 1e6

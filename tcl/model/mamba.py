@@ -156,9 +156,13 @@ class Mamba(nn.Module):
 
         self.out_proj = nn.Linear(self.d_inner, d_model, bias=bias, **kw)
 
-    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+    def forward(self, hidden_states: torch.Tensor, in_proj_delta: torch.Tensor | None = None) -> torch.Tensor:
+        """in_proj_delta: added to in_proj's output (a per-input change of that layer, e.g. an adapter)."""
         L = hidden_states.shape[1]
-        x, z = self.in_proj(hidden_states).chunk(2, dim=-1)  # (b, L, d_inner) each
+        xz = self.in_proj(hidden_states)
+        if in_proj_delta is not None:
+            xz = xz + in_proj_delta
+        x, z = xz.chunk(2, dim=-1)  # (b, L, d_inner) each
         x = F.silu(self.conv1d(x.transpose(1, 2))[..., :L])  # (b, d_inner, L), causal
         dt, B, C = self.x_proj(x.transpose(1, 2)).split(
             [self.dt_rank, self.d_state, self.d_state], dim=-1)
