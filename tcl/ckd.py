@@ -17,8 +17,10 @@ inputs, so one KB serves every platform it has learned. For a new platform:
    The hardware descriptor is the KB's only way to tell platforms apart, and how the earlier
    platforms are kept is CKDConfig.preserve:
    "exact" (default): only the parameters that read the descriptor learn: FiLM layers that scale
-   and shift every step's encoder output and the pooled embedding by W (h - h_first) (zero on the
-   first platform; first_platform adds them), and the hardware projection. They see the
+   and shift every step's encoder output and the pooled embedding by W (h - h_first),
+   descriptor adapters (tcl.model.cost_model.DescriptorAdapter: each later platform's own
+   low-rank change of the encoder, the Mamba in_proj and the head's first layer), all zero on the
+   first platform (first_platform adds them), and the hardware projection. They see the
    descriptor linearly, so after every step their change is projected off the span of the
    earlier platforms' inputs (DescriptorProjection): the KB's scores under every earlier
    descriptor stay exactly what they were, with no term to balance and no old data. The price is
@@ -280,15 +282,18 @@ def _mixed_programs(seq, lengths, workload, gid, rng):
 def _frozen_outputs(kb: MambaCostModel, ac: ActiveColumn, data: ProgramData, task_ids, chunk: int = 512):
     """The AC's scores and the KB's embeddings of every program of these tasks, indexed by
     program. Both models are frozen and in eval mode during compress, so each program's values are
-    the same in every epoch: computing them once saves the three frozen body passes of each step."""
+    the same in every epoch: computing them once saves the three frozen body passes of each step.
+    The embeddings are None when the KB's body reads the descriptor: compress then needs them
+    under other descriptors (or not at all), never once under the program's own."""
     idx = data.programs_of(task_ids)
     teacher = torch.zeros(len(data))
-    kb_emb = torch.zeros(len(data), kb.cfg.d_model)
+    kb_emb = None if kb.body_reads_hardware else torch.zeros(len(data), kb.cfg.d_model)
     for a in range(0, len(idx), chunk):
         part = idx[a:a + chunk]
         seq, lengths, workload, hardware = data.inputs(part)
         teacher[part] = ac(seq, lengths, workload, hardware)
-        kb_emb[part] = kb.embedding(seq, lengths, hardware)
+        if kb_emb is not None:
+            kb_emb[part] = kb.embedding(seq, lengths, hardware)
     return teacher, kb_emb
 
 
@@ -306,7 +311,9 @@ class DescriptorProjection:
     parameters that read the descriptor learn a new platform (CKDConfig.preserve = "exact").
 
     Those parameters act on the descriptor linearly before any nonlinearity: the FiLM layers on
-    d = h - hardware_ref, the hardware projection's first Linear on [h, 1]. So a change dW leaves
+    d = h - hardware_ref, the descriptor adapters' up-projections on d (x) (A x) (so their
+    projector is the FiLM one's Kronecker product with the identity of the rank), the hardware
+    projection's first Linear on [h, 1]. So a change dW leaves
     every earlier platform's output alone iff dW x = 0 for each earlier input x: after every
     optimizer step the change from the incoming KB's weights is projected onto the orthogonal
     complement of the earlier inputs' span. The rest of the KB is frozen, so old scores are
@@ -387,8 +394,8 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
     old_hw = [torch.tensor(h, dtype=torch.float32) for h in old_hw]
     ac.eval()
     all_teacher, all_kb_emb = _frozen_outputs(kb, ac, data, task_ids)
-    # exact, without the steps' FiLM: the body is frozen, so its embeddings are the incoming KB's
-    cached = exact and not student.body_reads_hardware
+    # exact, with a body that ignores the descriptor: it is frozen, so its embeddings are the incoming KB's
+    cached = exact and all_kb_emb is not None
     student.train()
     for _ in range(epochs_for_steps(data, task_ids, cfg.compress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)):
         for idx, gid in _batches(data, task_ids, cfg, rng):
@@ -407,7 +414,8 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
                 continue
             loss = loss + ewc.penalty(student, cfg.ewc_lambda)
             if old_hw and cfg.keep_old:
-                keep = _keep_old_platforms(kb, student, seq, lengths, emb, all_kb_emb[idx], workload, gid, old_hw)
+                keep = _keep_old_platforms(kb, student, seq, lengths, emb, None if all_kb_emb is None else all_kb_emb[idx],
+                                           workload, gid, old_hw)
                 if cfg.keep_old_mix and int(gid.max()) > 0:
                     m_seq, m_len, m_wl = _mixed_programs(seq, lengths, workload, gid, rng)
                     with torch.no_grad():

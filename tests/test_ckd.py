@@ -136,11 +136,15 @@ def test_frozen_outputs_match_the_models_run_per_batch(kb1, column):
     kb, _, _ = kb1
     new, ac = column
     teacher, kb_emb = ckd._frozen_outputs(kb, ac, new, [0], chunk=7)  # several chunks
+    assert kb_emb is None  # the steps' FiLM: the body reads the descriptor
+    pooled_only = copy.deepcopy(kb)
+    pooled_only.hardware_film_steps = None
+    _, kb_emb = ckd._frozen_outputs(pooled_only, ac, new, [0], chunk=7)
     idx = new.programs_of([0])[::3]
     seq, lengths, workload, hardware = new.inputs(idx)
     with torch.no_grad():
         torch.testing.assert_close(teacher[idx], ac(seq, lengths, workload, hardware), rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(kb_emb[idx], kb.embedding(seq, lengths, hardware), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(kb_emb[idx], pooled_only.embedding(seq, lengths, hardware), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("cfg", [CFG, KEEP], ids=["exact", "keep"])
