@@ -91,7 +91,10 @@ class CKDConfig:
     hardware_lr: float = 10.0  # compress: learning-rate multiplier of the hardware projection and FiLM
     hardware_film: bool = True  # the KB scales its embedding by the descriptor (first_platform)
     hardware_film_steps: bool = True  # ... and every step's encoder output (with hardware_film)
-    hardware_adapter_rank: int = 0  # rank of the KB's descriptor-linear adapters (0: none; with hardware_film)
+    # rank of the KB's descriptor adapters (0: none; with hardware_film). Measured (README): 4 raised
+    # exact CKD's average Top-1 over three platforms from 0.680 to 0.719 in one order (seeds 0-2)
+    # and left the other at 0.730 (0.728), for 99 KB more.
+    hardware_adapter_rank: int = 4
     batch_tasks: int = 8
     group_size: int = 32
     clip: float = 0.5

@@ -283,9 +283,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                         "its projection; ablation)")
     d.add_argument("--no-film-steps", action="store_true",
                    help="first platform: FiLM of the pooled embedding only, not of every step (ablation)")
-    d.add_argument("--adapter-rank", type=int, default=0, metavar="R",
+    d.add_argument("--adapter-rank", type=int, default=4, metavar="R",
                    help="first platform: rank of the KB's descriptor adapters, which give each later platform "
-                        "its own low-rank change of the encoder, Mamba in_proj and head (0: none)")
+                        "its own low-rank change of the encoder, Mamba in_proj and head (default 4; 0: none)")
     d.add_argument("--no-gate", action="store_true", help="ungated distillation (ablation)")
     d.add_argument("--fresh-column", action="store_true",
                    help="start the active column from scratch instead of from the KB (ablation)")

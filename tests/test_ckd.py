@@ -136,9 +136,11 @@ def test_frozen_outputs_match_the_models_run_per_batch(kb1, column):
     kb, _, _ = kb1
     new, ac = column
     teacher, kb_emb = ckd._frozen_outputs(kb, ac, new, [0], chunk=7)  # several chunks
-    assert kb_emb is None  # the steps' FiLM: the body reads the descriptor
-    pooled_only = copy.deepcopy(kb)
-    pooled_only.hardware_film_steps = None
+    assert kb_emb is None  # the steps' FiLM and the adapters: the body reads the descriptor
+    plain = tcl.model.MambaCostModel(replace(kb.cfg, hardware_film=False, hardware_film_steps=False,
+                                             hardware_adapter_rank=0))
+    plain.load_state_dict(kb.state_dict(), strict=False)
+    pooled_only = with_hardware_film(plain, kb.hardware_ref, steps=False).eval()  # a body that ignores it
     _, kb_emb = ckd._frozen_outputs(pooled_only, ac, new, [0], chunk=7)
     idx = new.programs_of([0])[::3]
     seq, lengths, workload, hardware = new.inputs(idx)
@@ -165,14 +167,14 @@ def scores_under(model, data, hardware):
 
 
 @pytest.fixture(scope="module")
-def kb1_adapted(platforms):
-    """The first KB with descriptor adapters (rank 2) beside the FiLM layers."""
-    return first_platform(platforms[0], [0], replace(CFG, hardware_adapter_rank=2), model_config={"d_model": 32})
+def kb1_film_only(platforms):
+    """The first KB with FiLM layers and no descriptor adapters."""
+    return first_platform(platforms[0], [0], replace(CFG, hardware_adapter_rank=0), model_config={"d_model": 32})
 
 
 @pytest.mark.parametrize("adapted", [False, True], ids=["film", "film+adapters"])
 def test_exact_preservation_keeps_every_earlier_platforms_scores(platforms, request, adapted):
-    kb, ewc, _ = request.getfixturevalue("kb1_adapted" if adapted else "kb1")
+    kb, ewc, _ = request.getfixturevalue("kb1" if adapted else "kb1_film_only")
     assert len(kb.adapters()) == (3 if adapted else 0)  # encoder, the layer's in_proj, head
     h1 = platforms[0].hardware[0]
     second = other_hardware(platforms[1])
@@ -344,7 +346,7 @@ def test_compress_trains_the_hardware_projection_at_its_own_rate(kb1, column):
     new, ac = column
     frozen_hw = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, hardware_lr=0.0))
     for (n, p), q in zip(frozen_hw.named_parameters(), kb.parameters()):
-        assert torch.equal(p, q) == n.startswith(("hardware_proj.", "hardware_film")), n  # lr 0 there, the rest learns
+        assert torch.equal(p, q) == (n.startswith(("hardware_proj.", "hardware_film")) or "adapter" in n), n  # lr 0 there
     fast = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, hardware_lr=10.0))
     slow = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, hardware_lr=1.0))
     moved = lambda m: sum(float((p - q).abs().sum()) for p, q in zip(m.hardware_proj.parameters(), kb.hardware_proj.parameters()))
@@ -418,3 +420,17 @@ def test_compress_with_mixtures_keeps_the_size(kb1, column, monkeypatch):
     assert calls  # the mixtures were made
     assert student.size_mb() == kb.size_mb()
     assert any(not torch.equal(p, q) for p, q in zip(student.parameters(), kb.parameters()))
+
+
+def test_distill_cli_defaults_are_ckdconfigs():
+    """`tcl distill` spells its defaults out (the parser does not import torch); they must stay CKDConfig's."""
+    from tcl.cli import build_parser
+
+    args = build_parser().parse_args(["distill", "--data", "d", "--out", "o"])
+    cfg = CKDConfig()
+    pairs = {"progress_epochs": "progress_epochs", "compress_epochs": "compress_epochs", "min_steps": "min_steps",
+             "ewc_lambda": "ewc_lambda", "gamma": "gamma", "preserve": "preserve", "keep_old": "keep_old",
+             "hardware_lr": "hardware_lr", "hardware_adapter_rank": "adapter_rank"}
+    for field, option in pairs.items():
+        assert getattr(args, option) == getattr(cfg, field), field
+    assert not args.no_film and not args.no_film_steps and not args.no_gate and not args.fresh_column
