@@ -257,7 +257,7 @@ def learn_order(paths, order, args):
                     min_steps=args.min_steps, preserve=args.preserve, ewc_lambda=args.ckd_ewc_lambda,
                     keep_old=args.keep_old, keep_old_mix=args.keep_old_mix, hardware_lr=args.hardware_lr,
                     hardware_film=args.hardware_film, hardware_film_steps=args.hardware_film_steps,
-                    hardware_adapter_rank=args.hardware_adapter_rank, seed=args.seed,
+                    hardware_adapter_rank=args.hardware_adapter_rank, projected_lr=args.projected_lr, seed=args.seed,
                     threads=args.threads)
     torch.set_num_threads(args.threads)
     model_config = {"d_model": args.d_model} if args.d_model else None
@@ -304,6 +304,8 @@ def main(argv=None):
     p.add_argument("--hardware-film-steps", action=argparse.BooleanOptionalAction,
                    default=CKDConfig.hardware_film_steps,
                    help="... that also FiLMs every step's encoder output, not only the pooled embedding")
+    p.add_argument("--projected-lr", action=argparse.BooleanOptionalAction, default=CKDConfig.projected_lr,
+                   help="ckd exact: scale the learning rate by how much the projection shrinks the new descriptor")
     p.add_argument("--hardware-adapter-rank", type=int, default=CKDConfig.hardware_adapter_rank,
                    help="... and descriptor adapters of this rank (0: none; tcl.model.cost_model.DescriptorAdapter)")
     p.add_argument("--fractions", default="0.05,0.1,0.2,0.5,1.0",

@@ -89,6 +89,9 @@ class CKDConfig:
     alpha_init: float = 0.1
     column_from_kb: bool = True  # the active column starts as the KB (False: fresh, as in P&C)
     hardware_lr: float = 10.0  # compress: learning-rate multiplier of the hardware projection and FiLM
+    # exact: that rate also times DescriptorProjection.gain, so a platform whose descriptor is
+    # close to the earlier ones' span learns as fast as one far from it
+    projected_lr: bool = True
     hardware_film: bool = True  # the KB scales its embedding by the descriptor (first_platform)
     hardware_film_steps: bool = True  # ... and every step's encoder output (with hardware_film)
     # rank of the KB's descriptor adapters (0: none; with hardware_film). Measured (README): 4 raised
@@ -322,13 +325,21 @@ class DescriptorProjection:
     complement of the earlier inputs' span. The rest of the KB is frozen, so old scores are
     unchanged (up to float rounding). One platform uses one dimension of each input space, so a
     KB can tell apart at most hardware_dim + 1 platforms this way (13 here); a new platform whose
-    descriptor lies in the earlier ones' span has nothing left to learn with (ValueError)."""
+    descriptor lies in the earlier ones' span has nothing left to learn with (ValueError).
+
+    gain = |d| / |P d| for the new platform's d: how much the projection shrinks what the new
+    platform's input leaves to learn with. A step of the same size then moves the new platform's
+    scores gain times less, so compress multiplies the learning rate by it (1 for the second
+    platform, whose only earlier input is the reference's zero)."""
 
     def __init__(self, model: MambaCostModel, old_hw: list, new_hw: list):
         self.sites = []  # (weight, bias or None, projector P, weight's incoming value, bias's)
+        self.gain = 1.0
         ref = model.hardware_ref if model.hardware_film is not None else None
         if ref is not None:
-            delta = self._projector([torch.as_tensor(h) - ref for h in old_hw], [torch.as_tensor(h) - ref for h in new_hw])
+            new_d = [torch.as_tensor(h) - ref for h in new_hw]
+            delta = self._projector([torch.as_tensor(h) - ref for h in old_hw], new_d)
+            self.gain = float(np.mean([float(d.norm() / (delta @ d.float()).norm()) for d in new_d]))
             for film in (model.hardware_film, model.hardware_film_steps):
                 if film is not None:
                     self._add(film, delta)
@@ -386,14 +397,15 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
     hw_ids = {id(p) for p in hw_params}
     for p in student.parameters():
         p.requires_grad_(not exact or id(p) in hw_ids)
-    groups = [{"params": hw_params, "lr": cfg.lr * cfg.hardware_lr}]
+    new_hw = platform_hardware(data, task_ids)
+    old_hw = [h for h in ewc.hardware if h not in new_hw]
+    projection = DescriptorProjection(student, old_hw, new_hw) if exact else None
+    gain = projection.gain if exact and cfg.projected_lr else 1.0
+    groups = [{"params": hw_params, "lr": cfg.lr * cfg.hardware_lr * gain}]
     if not exact:
         groups.append({"params": [p for p in student.parameters() if id(p) not in hw_ids]})
     opt = torch.optim.Adam(groups, lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed + 1)
-    new_hw = platform_hardware(data, task_ids)
-    old_hw = [h for h in ewc.hardware if h not in new_hw]
-    projection = DescriptorProjection(student, old_hw, new_hw) if exact else None
     old_hw = [torch.tensor(h, dtype=torch.float32) for h in old_hw]
     ac.eval()
     all_teacher, all_kb_emb = _frozen_outputs(kb, ac, data, task_ids)

@@ -444,7 +444,7 @@ def _export(args):
     model, ck = load_checkpoint(args.model)
     platform = json.loads(Path(args.platform).read_text()) if args.platform else None
     export_onnx(model, args.out, platform=platform, extra={"arch": ck["arch"], "trained": ck.get("meta", {}).get("data")})
-    print(f"{args.model} ({ck['arch']}, {model.size_mb():.3f} MB of parameters) -> {args.out} "
+    print(f"{args.model} ({ck['arch']}, {model.size_mb():.3f} MB) -> {args.out} "
           f"({Path(args.out).stat().st_size / 1e6:.3f} MB)")
 
 

@@ -245,6 +245,41 @@ def test_descriptor_projection_of_an_adapter_against_its_definition():
     np.testing.assert_allclose(np.einsum("oik,ij->ojk", kept, x), 0, atol=1e-5)
 
 
+def test_projection_gain_and_the_learning_rate_it_scales(kb1, column, monkeypatch):
+    """gain = |d| / |P d|: 1 for the second platform; for a third whose difference from the first
+    lies partly along the second's, the inverse share of d that the projection leaves (numpy)."""
+    from tcl.ckd import DescriptorProjection
+
+    kb, ewc, _ = kb1
+    new, ac = column
+    ref = kb.hardware_ref.numpy()
+    h2 = new.hardware[0]
+    assert DescriptorProjection(kb, [ref], [h2]).gain == pytest.approx(1.0)
+    h3 = ref + 0.8 * (h2 - ref) + 0.3 * np.eye(len(ref), dtype=np.float32)[8]
+    d2, d3 = h2 - ref, h3 - ref
+    left = d3 - d2 * (d2 @ d3) / (d2 @ d2)
+    want = np.linalg.norm(d3) / np.linalg.norm(left)
+    assert want > 2
+    assert DescriptorProjection(kb, [ref, h2], [h3]).gain == pytest.approx(want, rel=1e-4)
+    # compress's descriptor-reading parameters learn at lr * hardware_lr * gain
+    third = copy.copy(new)
+    third.hardware = np.broadcast_to(h3, new.hardware.shape).copy()
+    seen = []
+
+    class Recording(torch.optim.Adam):
+        def __init__(self, groups, **kw):
+            super().__init__(groups, **kw)
+            seen.append([g["lr"] for g in self.param_groups])
+
+    monkeypatch.setattr(torch.optim, "Adam", Recording)
+    two = OnlineEWC.from_state_dict(ewc.state_dict())
+    two.hardware.append(h2.tolist())
+    for projected, factor in ((True, want), (False, 1.0)):
+        compress(kb, ac, OnlineEWC.from_state_dict(two.state_dict()), third, [0],
+                 replace(CFG, compress_epochs=1, projected_lr=projected))
+        assert seen[-1] == pytest.approx([CFG.lr * CFG.hardware_lr * factor], rel=1e-4)
+
+
 def test_exact_preservation_needs_a_new_descriptor(platforms, kb1, column):
     kb, ewc, _ = kb1
     _, ac = column
