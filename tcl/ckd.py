@@ -88,7 +88,7 @@ class CKDConfig:
     gated: bool = True
     alpha_init: float = 0.1
     column_from_kb: bool = True  # the active column starts as the KB (False: fresh, as in P&C)
-    hardware_lr: float = 10.0  # compress: learning-rate multiplier of the hardware projection and FiLM
+    hardware_lr: float = 10.0  # compress: learning-rate multiplier of the descriptor-reading parameters
     # exact: that rate also times DescriptorProjection.gain, so a platform whose descriptor is
     # close to the earlier ones' span learns as fast as one far from it
     projected_lr: bool = True
@@ -429,8 +429,8 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
                 continue
             loss = loss + ewc.penalty(student, cfg.ewc_lambda)
             if old_hw and cfg.keep_old:
-                keep = _keep_old_platforms(kb, student, seq, lengths, emb, None if all_kb_emb is None else all_kb_emb[idx],
-                                           workload, gid, old_hw)
+                kb_emb = None if all_kb_emb is None else all_kb_emb[idx]
+                keep = _keep_old_platforms(kb, student, seq, lengths, emb, kb_emb, workload, gid, old_hw)
                 if cfg.keep_old_mix and int(gid.max()) > 0:
                     m_seq, m_len, m_wl = _mixed_programs(seq, lengths, workload, gid, rng)
                     with torch.no_grad():

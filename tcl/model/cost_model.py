@@ -75,9 +75,9 @@ class DescriptorAdapter(nn.Module):
 
     i.e. the layer's weight becomes W + sum_i d_i U_i A, a LoRA whose up-projection the descriptor
     generates. A is a fixed random orthonormal basis (a buffer, from `seed`; LoRA with a frozen
-    random down-projection learns about as well as with a trained one), so everything that
-    learns reads d linearly: a change of U whose P-axis is orthogonal to earlier platforms'
-    d leaves their outputs exactly as they were (tcl.ckd.DescriptorProjection), while a new
+    random down-projection is reported to learn about as well as with a trained one, LoRA-FA),
+    so everything that learns reads d linearly: a change of U whose P-axis is orthogonal to
+    earlier platforms' d leaves their outputs exactly as they were (tcl.ckd.DescriptorProjection), while a new
     platform gets its own rank-`rank` change of the layer. U starts at zero: a model trained on
     the reference platform is unchanged by it."""
 
