@@ -24,12 +24,13 @@ inputs, so one KB serves every platform it has learned. For a new platform:
    descriptor linearly, so after every step their change is projected off the span of the
    earlier platforms' inputs (DescriptorProjection): the KB's scores under every earlier
    descriptor stay exactly what they were, with no term to balance and no old data. The price is
-   plasticity: a frozen body adapted by per-platform FiLM. Measured (bench/ckd_variants.py, seed
-   0, old / new held-out Top-1, bench/results/ckd_variants_exact_*_s0.json): znver4-2c ->
-   x86-64-2c 0.756 / 0.642 (keep, below: 0.695 / 0.859), haswell-1c -> x86-64-2c 0.672 / 0.691
-   (keep 0.704 / 0.788). Over three platforms in both orders and seeds 0-2 (bench/continual.py,
-   README) exact averaged 0.680 / 0.728 Top-1 with no forgetting, keep (with the pooled FiLM
-   only) 0.671 / 0.712 forgetting 8-11%, joint training 0.749 / 0.741.
+   backward transfer (a later platform never improves an earlier one). Measured
+   (bench/ckd_variants.py, seed 0, old / new held-out Top-1, README): znver4-2c -> x86-64-2c
+   0.755 / 0.835 with the adapters, 0.755 / 0.642 with FiLM only, keep (below) 0.695 / 0.859;
+   haswell-1c -> x86-64-2c 0.672 / 0.756, 0.672 / 0.691, keep 0.704 / 0.788. Over three
+   platforms in both orders and seeds 0-2 (bench/continual.py, README) exact averaged 0.719 /
+   0.738 Top-1 with no forgetting (FiLM only 0.679 / 0.728), keep (with the pooled FiLM only)
+   0.671 / 0.712 forgetting 8-11%, joint training 0.749 / 0.741.
    "keep": the whole KB learns, plus
        mu * mean_h LambdaRank(KB(. | h), order of KB_old(. | h))  +  EWC,
    the new programs scored under each earlier descriptor h as the incoming KB scored them
@@ -95,8 +96,8 @@ class CKDConfig:
     hardware_film: bool = True  # the KB scales its embedding by the descriptor (first_platform)
     hardware_film_steps: bool = True  # ... and every step's encoder output (with hardware_film)
     # rank of the KB's descriptor adapters (0: none; with hardware_film). Measured (README): 4 raised
-    # exact CKD's average Top-1 over three platforms from 0.680 to 0.719 in one order (seeds 0-2)
-    # and left the other at 0.730 (0.728), for 99 KB more.
+    # exact CKD's average Top-1 over three platforms from 0.679 to 0.719 in one order (seeds 0-2)
+    # and from 0.728 to 0.730 in the other, for 99 KB more; rank 8 was no better on two pairs.
     hardware_adapter_rank: int = 4
     batch_tasks: int = 8
     group_size: int = 32
