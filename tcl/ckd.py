@@ -135,7 +135,7 @@ class ActiveColumn(nn.Module):
         with torch.no_grad():
             kb_h = self.kb.hidden_states(seq, hardware)
         x = self.col.encode(seq, hardware) + self.alpha[0] * self.lateral[0](kb_h[0])
-        d = self.col._descriptor_delta(hardware) if self.col.encoder_adapter is not None else None
+        d = self.col.layer_delta(hardware)
         for i, layer in enumerate(self.col.layers):
             x = layer(x, d) + self.alpha[i + 1] * self.lateral[i + 1](kb_h[i + 1])
         emb = masked_mean(self.col.norm_f(x), lengths)
@@ -434,8 +434,10 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
                 keep = _keep_old_platforms(kb, student, seq, lengths, emb, kb_emb, workload, gid, old_hw)
                 if cfg.keep_old_mix and int(gid.max()) > 0:
                     m_seq, m_len, m_wl = _mixed_programs(seq, lengths, workload, gid, rng)
-                    with torch.no_grad():
-                        m_kb_emb = kb.embedding(m_seq, m_len, hardware)
+                    m_kb_emb = None
+                    if not kb.body_reads_hardware:  # otherwise computed per old descriptor
+                        with torch.no_grad():
+                            m_kb_emb = kb.embedding(m_seq, m_len, hardware)
                     keep = (keep + _keep_old_platforms(kb, student, m_seq, m_len, student.embedding(m_seq, m_len, hardware),
                                                        m_kb_emb, m_wl, gid, old_hw)) / 2
                 loss = loss + cfg.keep_old * keep

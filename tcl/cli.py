@@ -246,7 +246,8 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
         description="Without --kb: train the first knowledge base (KB) on --data and store its "
         "EWC state. With --kb: progress (an active column learns --data with the KB frozen, "
         "reading its hidden states) then compress (the KB learns from the column through a gate, "
-        "plus the labels; by default only its hardware-descriptor FiLM and projection learn, so the "
+        "plus the labels; by default only the parts that read the hardware descriptor learn (FiLM, "
+        "adapters, projection), so the "
         "earlier platforms' scores stay exactly as they were: see --preserve). Only the KB, its "
         "state and the new platform's data are read; the KB does not grow. Repeat platform after "
         "platform, each with a hardware descriptor (platform.json) of its own.",
@@ -277,7 +278,7 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     d.add_argument("--keep-old-mix", action="store_true",
                    help="keep those rankings also on mixtures of two tasks' programs (measured: README)")
     d.add_argument("--hardware-lr", type=float, default=10.0, metavar="X",
-                   help="learning-rate multiplier of the hardware projection and FiLM while compressing")
+                   help="learning-rate multiplier of the descriptor-reading parameters while compressing")
     d.add_argument("--no-film", action="store_true",
                    help="first platform: no FiLM layers (the KB then reads the descriptor only through "
                         "its projection; ablation)")

@@ -186,6 +186,10 @@ class MambaCostModel(nn.Module):
             raise ValueError("this model's body reads the hardware descriptor: pass `hardware`")
         return hardware - self.hardware_ref
 
+    def layer_delta(self, hardware: torch.Tensor | None) -> torch.Tensor | None:
+        """What each MambaLayer takes beside its input: d for its adapter, None without adapters."""
+        return self._descriptor_delta(hardware) if self.encoder_adapter is not None else None
+
     def encode(self, seq: torch.Tensor, hardware: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder's output [B, L, d_model], FiLM-ed by the descriptor if the model has the steps' FiLM."""
         x = self.encoder(seq)
@@ -199,7 +203,7 @@ class MambaCostModel(nn.Module):
     def hidden_states(self, seq: torch.Tensor, hardware: torch.Tensor | None = None) -> list[torch.Tensor]:
         """[encoder output, output of layer 1, ..., layer n_layer], each [B, L, d_model]."""
         hs = [self.encode(seq, hardware)]
-        d = self._descriptor_delta(hardware) if self.encoder_adapter is not None else None
+        d = self.layer_delta(hardware)
         for layer in self.layers:
             hs.append(layer(hs[-1], d))
         return hs
@@ -241,7 +245,7 @@ class MambaCostModel(nn.Module):
             self.decoder.train(was_training)
 
     def hardware_params(self) -> list[nn.Parameter]:
-        """The parameters that read the hardware descriptor (projection and FiLM)."""
+        """The parameters that read the hardware descriptor (projection, FiLM, adapters' up-projections)."""
         mods = [m for m in (self.hardware_proj, self.hardware_film, self.hardware_film_steps) if m is not None]
         return [p for m in mods + self.adapters() for p in m.parameters()]
 
