@@ -52,6 +52,7 @@ from tcl.ckd import (  # noqa: E402
 )
 from tcl.model.losses import lambda_rank_loss  # noqa: E402
 from tcl.train import (  # noqa: E402
+    LastEpochsAverage,
     ProgramData,
     _groups,
     _seed_everything,
@@ -82,12 +83,15 @@ def finetune(model, data, ids, cfg: CKDConfig, ewc: OnlineEWC | None):
     model.train()
     epochs = epochs_for_steps(data, ids, cfg.progress_epochs + cfg.compress_epochs, 2 * cfg.min_steps,
                               cfg.group_size, cfg.batch_tasks)
-    for _ in range(epochs):
+    average = LastEpochsAverage(epochs, cfg.average_last)
+    for epoch in range(1, epochs + 1):
         for idx, gid in _batches(data, ids, cfg, rng):
             loss = lambda_rank_loss(model(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
             if ewc is not None:
                 loss = loss + ewc.penalty(model, cfg.ewc_lambda)
             optimizer_step(opt, loss, model.parameters(), cfg.clip)
+        average.after_epoch(epoch, model)
+    average.finish(model)
     model.eval()
     return model
 
@@ -138,7 +142,9 @@ def joint(datas, train_ids, cfg: CKDConfig, model_config, shared_head: bool = Fa
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     rng = np.random.default_rng(cfg.seed)
     model.train()
-    for _ in range(cfg.progress_epochs + cfg.compress_epochs):
+    epochs = cfg.progress_epochs + cfg.compress_epochs
+    average = LastEpochsAverage(epochs, cfg.average_last)
+    for epoch in range(1, epochs + 1):
         batches = []
         for k, (d, ids) in enumerate(zip(datas, train_ids)):
             groups = _groups(d, ids, cfg.group_size, rng)
@@ -150,6 +156,8 @@ def joint(datas, train_ids, cfg: CKDConfig, model_config, shared_head: bool = Fa
             gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
             loss = lambda_rank_loss(model(*datas[k].inputs(idx)), torch.from_numpy(datas[k].label[idx]), gid)
             optimizer_step(opt, loss, model.parameters(), cfg.clip)
+        average.after_epoch(epoch, model)
+    average.finish(model)
     model.eval()
     return model
 
@@ -190,7 +198,7 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_l
                     elif method == "separate":
                         kb, _ = train(datas[i], splits[i][0], (), epochs=cfg.progress_epochs + cfg.compress_epochs,
                                       model_config=model_config, seed=cfg.seed, threads=cfg.threads, progress=False,
-                                      min_steps=2 * cfg.min_steps)
+                                      min_steps=2 * cfg.min_steps, average_last=cfg.average_last)
                 models.append(kb)
                 for j in range(i + 1):
                     # separate: each platform is scored with its own model
@@ -257,8 +265,8 @@ def learn_order(paths, order, args):
                     min_steps=args.min_steps, preserve=args.preserve, ewc_lambda=args.ckd_ewc_lambda,
                     keep_old=args.keep_old, keep_old_mix=args.keep_old_mix, hardware_lr=args.hardware_lr,
                     hardware_film=args.hardware_film, hardware_film_steps=args.hardware_film_steps,
-                    hardware_adapter_rank=args.hardware_adapter_rank, projected_lr=args.projected_lr, seed=args.seed,
-                    threads=args.threads)
+                    hardware_adapter_rank=args.hardware_adapter_rank, projected_lr=args.projected_lr,
+                    average_last=args.average_last, seed=args.seed, threads=args.threads)
     torch.set_num_threads(args.threads)
     model_config = {"d_model": args.d_model} if args.d_model else None
     paths = [paths[i] for i in order]
@@ -308,6 +316,9 @@ def main(argv=None):
                    help="ckd exact: scale the learning rate by how much the projection shrinks the new descriptor")
     p.add_argument("--hardware-adapter-rank", type=int, default=CKDConfig.hardware_adapter_rank,
                    help="... and descriptor adapters of this rank (0: none; tcl.model.cost_model.DescriptorAdapter)")
+    p.add_argument("--average-last", type=float, default=CKDConfig.average_last,
+                   help="every model (the first KB, each stage's, joint's, separate's) ends as the mean of its weights "
+                        "after each of this last fraction of its epochs")
     p.add_argument("--fractions", default="0.05,0.1,0.2,0.5,1.0",
                    help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")

@@ -6,7 +6,10 @@ For each pair of platforms (datasets that measured the same programs, e.g. with
   best throughput it reaches (1.0 = the same program wins on both). Median and min over tasks.
 - spearman: Spearman correlation of the programs' latencies on A and on B, median and min over tasks.
 Per platform: the spread of repeated measurements (median over tasks of the per-task median
-coefficient of variation that `tcl collect` stored in task.json, and its max).
+coefficient of variation that `tcl collect` stored in task.json, and its max), and how the pooled
+Top-1 on its held-out tasks weighs them: a task's share of the pool's denominator when every pick
+is the best (occurrences in the networks x best latency; tcl.metrics), the three largest shares
+and how many tasks carry 90% of it. A few heavy tasks make the pooled score move in steps.
 
 Programs are matched by their trace (instructions + decisions), never by position.
 Writes bench/results/platforms.json.
@@ -62,6 +65,23 @@ def repeat_spread(dataset: Path) -> dict:
             "cv_max": float(np.max(cvs)) if cvs else None}
 
 
+def held_out_weight(dataset: Path) -> dict:
+    import tcl
+    from tcl.train import ProgramData, split_tasks, task_key
+
+    data = ProgramData(tcl.featurize(dataset))
+    _, test_ids = split_tasks(data.tasks)
+    if not test_ids:
+        return {"tasks": 0}
+    best = np.full(len(data.tasks), np.inf)
+    np.minimum.at(best, data.task, data.cost)
+    weight = {task_key(data.tasks[i]): sum((data.tasks[i].networks or {"all": data.tasks[i].weight}).values()) * best[i]
+              for i in test_ids}
+    shares = np.sort(np.array(list(weight.values())) / sum(weight.values()))[::-1]
+    return {"tasks": len(shares), "largest_shares": [float(x) for x in shares[:3]],
+            "tasks_for_90_percent": int(np.searchsorted(np.cumsum(shares), 0.9) + 1)}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", help="platform datasets (default: datasets/*/ with platform.json)")
@@ -70,7 +90,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     paths = [Path(x) for x in args.paths] or sorted(d for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
     lat = {d.name: latencies(d) for d in paths}
-    result = {"platforms": {d.name: {"programs": sum(len(v) for v in lat[d.name].values()), "repeat_spread": repeat_spread(d)}
+    result = {"platforms": {d.name: {"programs": sum(len(v) for v in lat[d.name].values()), "repeat_spread": repeat_spread(d),
+                                     "held_out_weight": held_out_weight(d)}
                             for d in paths},
               "pairs": {}, "min_programs": args.min_programs}
     for a, b in itertools.permutations([d.name for d in paths], 2):
@@ -82,6 +103,10 @@ def main(argv=None):
     for name, v in result["platforms"].items():
         s = v["repeat_spread"]
         print(f"{name}: {v['programs']} programs; repeat CV median {s['cv_median']:.3f}, max {s['cv_max']:.3f}")
+        w = v["held_out_weight"]
+        if w["tasks"]:
+            print(f"  pooled Top-1 of its {w['tasks']} held-out tasks: largest shares "
+                  f"{', '.join(f'{x:.3f}' for x in w['largest_shares'])}; {w['tasks_for_90_percent']} tasks carry 90%")
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"-> {args.out}")
 

@@ -58,7 +58,7 @@ import torch.nn as nn
 
 from .model.cost_model import MambaCostModel, masked_mean
 from .model.losses import lambda_rank_loss
-from .train import ProgramData, _groups, _seed_everything, epochs_for_steps, optimizer_step
+from .train import LastEpochsAverage, ProgramData, _groups, _seed_everything, epochs_for_steps, optimizer_step
 
 
 @dataclass
@@ -99,6 +99,10 @@ class CKDConfig:
     # exact CKD's average Top-1 over three platforms from 0.679 to 0.719 in one order (seeds 0-2)
     # and from 0.728 to 0.730 in the other, for 99 KB more; rank 8 was no better on two pairs.
     hardware_adapter_rank: int = 4
+    # > 0: the first KB and each compressed KB are the mean of their weights over this last fraction
+    # of the epochs (tcl.train's average_last). Exact preservation holds for the mean too: every
+    # state's change lies in the projection's subspace, so their mean's does.
+    average_last: float = 0.0
     batch_tasks: int = 8
     group_size: int = 32
     clip: float = 0.5
@@ -385,9 +389,10 @@ class DescriptorProjection:
 
 
 def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: ProgramData, task_ids,
-             cfg: CKDConfig) -> MambaCostModel:
+             cfg: CKDConfig, on_epoch=None) -> MambaCostModel:
     """Distils the AC into a copy of the KB (gated), with the label ranking loss; the earlier
-    platforms kept exactly (preserve "exact") or by the old-hardware term and online EWC ("keep")."""
+    platforms kept exactly (preserve "exact") or by the old-hardware term and online EWC ("keep").
+    on_epoch(epoch, student): called after each epoch (1-based), before any averaging."""
     if cfg.preserve not in ("exact", "keep"):
         raise ValueError(f"CKDConfig.preserve: 'exact' or 'keep', not {cfg.preserve!r}")
     _seed_everything(cfg.seed + 1)
@@ -413,7 +418,9 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
     # exact, with a body that ignores the descriptor: it is frozen, so its embeddings are the incoming KB's
     cached = exact and all_kb_emb is not None
     student.train()
-    for _ in range(epochs_for_steps(data, task_ids, cfg.compress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)):
+    epochs = epochs_for_steps(data, task_ids, cfg.compress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)
+    averaged = LastEpochsAverage(epochs, cfg.average_last)
+    for epoch in range(1, epochs + 1):
         for idx, gid in _batches(data, task_ids, cfg, rng):
             seq, lengths, workload, hardware = data.inputs(idx)
             labels = torch.from_numpy(data.label[idx])
@@ -442,6 +449,10 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
                                                        m_kb_emb, m_wl, gid, old_hw)) / 2
                 loss = loss + cfg.keep_old * keep
             optimizer_step(opt, loss, student.parameters(), cfg.clip)
+        if on_epoch is not None:
+            on_epoch(epoch, student)
+        averaged.after_epoch(epoch, student)
+    averaged.finish(student)
     student.eval()
     return student
 
@@ -480,7 +491,8 @@ def first_platform(data: ProgramData, task_ids, cfg: CKDConfig, model_config: di
     t0 = time.perf_counter()
     kb, _ = train(data, task_ids, (), arch="mamba", model_config=model_config,
                   epochs=cfg.progress_epochs + cfg.compress_epochs, lr=cfg.lr, seed=cfg.seed,
-                  threads=cfg.threads, progress=False, min_steps=2 * cfg.min_steps)
+                  threads=cfg.threads, progress=False, min_steps=2 * cfg.min_steps,
+                  average_last=cfg.average_last)
     if cfg.hardware_film:
         kb = with_hardware_film(kb, platform_hardware(data, task_ids)[0], steps=cfg.hardware_film_steps,
                                 adapter_rank=cfg.hardware_adapter_rank)

@@ -209,6 +209,24 @@ class WeightAverage:
         model.load_state_dict({**sd, **{k: (v / self.count).to(sd[k].dtype) for k, v in self.sum.items()}})
 
 
+class LastEpochsAverage(WeightAverage):
+    """The mean of a model's weights after each of the last `fraction` of `epochs` epochs (none when 0)."""
+
+    def __init__(self, epochs: int, fraction: float):
+        super().__init__()
+        self.first = epochs - min(epochs, max(1, round(fraction * epochs))) + 1 if fraction > 0 else epochs + 1
+
+    def after_epoch(self, epoch: int, model):
+        """epoch: 1-based, just finished."""
+        if epoch >= self.first:
+            self.add(model)
+
+    def finish(self, model):
+        """Loads the mean into the model, if any state was taken."""
+        if self.count:
+            self.load_into(model)
+
+
 def epochs_for_steps(data: ProgramData, task_ids, epochs: int, min_steps: int, group_size: int,
                      batch_tasks: int) -> int:
     """`epochs`, or more when that many epochs would make fewer than min_steps optimizer steps
@@ -249,8 +267,7 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
             "best_val_top1": None}
     best, best_state, waited = None, None, 0
     epochs = epochs_for_steps(data, train_ids, epochs, min_steps, group_size, batch_tasks)
-    average_from = epochs - max(1, round(average_last * epochs)) + 1 if average_last and not val_ids else None
-    averaged = WeightAverage()
+    averaged = LastEpochsAverage(epochs, 0.0 if val_ids else average_last)
     bar = tqdm(range(1, epochs + 1), desc=f"train {arch}", unit="epoch", disable=not progress)
     for epoch in bar:
         t0 = time.perf_counter()
@@ -280,8 +297,7 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
                 waited += 1
         else:
             hist["best_epoch"] = epoch
-        if average_from and epoch >= average_from:
-            averaged.add(model)
+        averaged.after_epoch(epoch, model)
         hist["epoch_seconds"].append(time.perf_counter() - t0)
         bar.set_postfix(loss=f"{hist['loss'][-1]:.4f}",
                         val_top1=f"{hist['val_top1'][-1]:.4f}" if val_ids else "-")
@@ -289,8 +305,7 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
             break
     if best_state is not None:
         model.load_state_dict(best_state)
-    if averaged.count:
-        averaged.load_into(model)
+    averaged.finish(model)
     hist["averaged_epochs"] = averaged.count
     model.cpu().eval()
     return model, hist

@@ -172,8 +172,9 @@ def kb1_film_only(platforms):
     return first_platform(platforms[0], [0], replace(CFG, hardware_adapter_rank=0), model_config={"d_model": 32})
 
 
-@pytest.mark.parametrize("adapted", [False, True], ids=["film", "film+adapters"])
-def test_exact_preservation_keeps_every_earlier_platforms_scores(platforms, request, adapted):
+@pytest.mark.parametrize("adapted, average_last", [(False, 0.0), (True, 0.0), (True, 0.5)],
+                         ids=["film", "film+adapters", "film+adapters+averaged"])
+def test_exact_preservation_keeps_every_earlier_platforms_scores(platforms, request, adapted, average_last):
     kb, ewc, _ = request.getfixturevalue("kb1" if adapted else "kb1_film_only")
     assert len(kb.adapters()) == (3 if adapted else 0)  # encoder, the layer's in_proj, head
     h1 = platforms[0].hardware[0]
@@ -182,8 +183,9 @@ def test_exact_preservation_keeps_every_earlier_platforms_scores(platforms, requ
     third.hardware = platforms[0].hardware.copy()
     third.hardware[:, 8] += 0.7  # another field than the second platform's: outside the earlier span
     h2, h3 = second.hardware[0], third.hardware[0]
-    kb2, ewc2, _ = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), second, [0], CFG)
-    kb3, ewc3, _ = learn_platform(kb2, ewc2, third, [0], CFG)
+    cfg = replace(CFG, compress_epochs=4, average_last=average_last)  # the mean of two states, when averaged
+    kb2, ewc2, _ = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), second, [0], cfg)
+    kb3, ewc3, _ = learn_platform(kb2, ewc2, third, [0], cfg)
     assert ewc3.hardware == [h1.tolist(), h2.tolist(), h3.tolist()]
     for data in platforms:
         torch.testing.assert_close(scores_under(kb3, data, h1), scores_under(kb, data, h1), rtol=0, atol=1e-5)
@@ -278,6 +280,19 @@ def test_projection_gain_and_the_learning_rate_it_scales(kb1, column, monkeypatc
         compress(kb, ac, OnlineEWC.from_state_dict(two.state_dict()), third, [0],
                  replace(CFG, compress_epochs=1, projected_lr=projected))
         assert seen[-1] == pytest.approx([CFG.lr * CFG.hardware_lr * factor], rel=1e-4)
+
+
+def test_compress_average_is_the_mean_of_the_last_epochs_states(kb1, column):
+    new, ac = column
+    cfg = replace(CFG, compress_epochs=4, average_last=0.5)
+    ends = []  # the student after each epoch
+    averaged = compress(kb1[0], ac, copy.deepcopy(kb1[1]), new, [0], cfg, on_epoch=lambda e, s: ends.append(params(s)))
+    # the same seed takes the same steps: the unaveraged run ends where the averaged one's last epoch did
+    last = params(compress(kb1[0], ac, copy.deepcopy(kb1[1]), new, [0], replace(cfg, average_last=0.0)))
+    assert len(ends) == 4 and all(torch.equal(ends[3][n], last[n]) for n in last)
+    assert any(not torch.equal(ends[2][n], last[n]) for n in last)
+    for n, p in params(averaged).items():
+        torch.testing.assert_close(p, (ends[2][n] + ends[3][n]) / 2)
 
 
 def test_exact_preservation_needs_a_new_descriptor(platforms, kb1, column):

@@ -15,7 +15,7 @@ import tcl  # noqa: E402
 from tcl.cli import main  # noqa: E402
 from tcl.evaluate import DEFAULT_MODEL, evaluate  # noqa: E402
 from tcl.model.losses import lambda_rank_loss, pairwise_accuracy  # noqa: E402
-from tcl.train import (ProgramData, _seed_everything, build_model, hold_out,  # noqa: E402
+from tcl.train import (LastEpochsAverage, ProgramData, _seed_everything, build_model, hold_out,  # noqa: E402
                        load_checkpoint, predict, save_checkpoint, split_tasks, task_key, train)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ms"
@@ -183,3 +183,17 @@ def test_cli_eval_uses_the_shipped_default_model(capsys):
     assert main(["eval", str(FIXTURE), "--all", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["model"]["path"] == str(DEFAULT_MODEL) and len(result["tasks"]) == 2
+
+
+@pytest.mark.parametrize("fraction, taken", [(0.5, [3, 4]), (0.1, [4]), (1.0, [1, 2, 3, 4]), (0.0, [])])
+def test_last_epochs_average_takes_the_states_after_the_last_epochs(fraction, taken):
+    model = torch.nn.Linear(2, 1)
+    average = LastEpochsAverage(4, fraction)
+    for epoch in range(1, 5):
+        with torch.no_grad():
+            model.weight.fill_(float(epoch))
+        average.after_epoch(epoch, model)
+    average.finish(model)
+    assert average.count == len(taken)
+    expected = float(np.mean(taken)) if taken else 4.0  # nothing taken: the last state stays
+    torch.testing.assert_close(model.weight, torch.full((1, 2), expected))
