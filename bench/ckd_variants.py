@@ -5,7 +5,8 @@ start (from the KB, or fresh as in Progress & Compress); then compress runs once
 A variant is a set of CKDConfig fields, `field=value` joined by commas (e.g.
 `keep_old=3,column_from_kb=false,compress_epochs=40`); variants are separated by `;`.
 Reported: pooled held-out Top-1 on both platforms after compress, forgetting on the first (its
-Top-1 before minus after), the new platform's Top-1 on its training tasks, and how differently the
+Top-1 before minus after), the new platform's held-out Top-1 after each compress epoch (before any
+averaging) and on its training tasks, and how differently the
 new KB ranks the new held-out programs under the new and the old descriptor (median Spearman), and
 how closely, under the old descriptor, it keeps the incoming KB's ranking on the new platform's
 training and held-out tasks.
@@ -140,8 +141,10 @@ def main(argv=None):
             result["columns"][column] = {"top1_new": top1(columns[column], 1), "seconds": time.perf_counter() - t0}
             print(f"column from {column}: Top-1 {result['columns'][column]['top1_new']:.4f} on {result['new']}", flush=True)
         t0 = time.perf_counter()
-        new_kb = compress(kb, columns[column], copy.deepcopy(ewc), datas[1], splits[1][0], c)
-        row = {"variant": v, "top1_old": top1(new_kb, 0), "top1_new": top1(new_kb, 1),
+        per_epoch = []
+        new_kb = compress(kb, columns[column], copy.deepcopy(ewc), datas[1], splits[1][0], c,
+                          on_epoch=lambda epoch, student: per_epoch.append(top1(student, 1)))
+        row = {"variant": v, "top1_old": top1(new_kb, 0), "top1_new": top1(new_kb, 1), "top1_new_per_epoch": per_epoch,
                "seconds": time.perf_counter() - t0, "top1_new_train": top1(new_kb, 1, part=0),
                "descriptor_spearman": descriptor_spearman(new_kb, datas[1], splits[1][1], ewc.hardware[0]),
                "old_agreement_train": old_descriptor_agreement(new_kb, kb, datas[1], splits[1][0], ewc.hardware[0]),
