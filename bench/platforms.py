@@ -66,6 +66,7 @@ def repeat_spread(dataset: Path) -> dict:
 
 
 def held_out_weight(dataset: Path) -> dict:
+    """Each held-out task's share of the pooled Top-1's weight (module docstring)."""
     import tcl
     from tcl.train import ProgramData, split_tasks, task_key
 
