@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.metrics import evaluate_predictions  # noqa: E402
-from tcl.train import ProgramData, predict, split_tasks, task_key, train_validated  # noqa: E402
+from tcl.train import LR_SCHEDULES, ProgramData, predict, split_tasks, task_key, train_validated  # noqa: E402
 
 
 def _score(data, test_ids, scores_by_program) -> dict:
@@ -46,7 +46,8 @@ def torch_model(arch, data, train_ids, test_ids, args) -> dict:
 
     t0 = time.perf_counter()
     model, hist, _, _ = train_validated(data, train_ids, args.val_fraction, args.seed, refit=args.refit, arch=arch,
-                                        epochs=args.epochs, threads=args.threads, progress=False)
+                                        epochs=args.epochs, threads=args.threads, progress=False,
+                                        lr_schedule=args.lr_schedule)
     seconds = time.perf_counter() - t0
     scores = np.zeros(len(data))
     idx = data.programs_of(test_ids)
@@ -162,6 +163,8 @@ def main(argv=None):
     p.add_argument("--seeds", default="0", help="comma separated; Top-1/Top-5 are the mean over them")
     p.add_argument("--refit", action="store_true",
                    help="tcl/tlp: after early stopping, train again on every training task")
+    p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default="constant",
+                   help="tcl/tlp: constant learning rate, or a half cosine down to 0 over the epochs")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "accuracy.json"))
     args = p.parse_args(argv)

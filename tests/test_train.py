@@ -15,8 +15,9 @@ import tcl  # noqa: E402
 from tcl.cli import main  # noqa: E402
 from tcl.evaluate import DEFAULT_MODEL, evaluate  # noqa: E402
 from tcl.model.losses import lambda_rank_loss, pairwise_accuracy  # noqa: E402
+import tcl.train  # noqa: E402
 from tcl.train import (LastEpochsAverage, ProgramData, _seed_everything, build_model, hold_out,  # noqa: E402
-                       load_checkpoint, predict, save_checkpoint, split_tasks, task_key, train)
+                       load_checkpoint, lr_scheduler, predict, save_checkpoint, split_tasks, task_key, train)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ms"
 SHARED = Path(__file__).parent.parent.parent / "shared"
@@ -79,6 +80,41 @@ def test_min_steps_adds_epochs_to_small_training_sets(data):
     _, hist = train(data, [0], model_config=TINY["mamba"], epochs=5, group_size=8, batch_tasks=4,
                     min_steps=7, progress=False, threads=1)
     assert len(hist["loss"]) == 5  # enough steps already
+
+
+@pytest.mark.parametrize("schedule", ["constant", "cosine"])
+def test_lr_schedule_sets_each_steps_learning_rate(data, monkeypatch, schedule):
+    seen, step = [], tcl.train.optimizer_step
+
+    def recording_step(opt, loss, params, clip):
+        seen.append(opt.param_groups[0]["lr"])
+        step(opt, loss, params, clip)
+
+    monkeypatch.setattr(tcl.train, "optimizer_step", recording_step)
+    # task 0: 2 steps per epoch (see above), 3 epochs
+    train(data, [0], model_config=TINY["mamba"], epochs=3, group_size=8, batch_tasks=4, lr=1e-3,
+          progress=False, threads=1, lr_schedule=schedule)
+    if schedule == "constant":
+        expected = [1e-3] * 6
+    else:
+        expected = [1e-3 * 0.5 * (1 + np.cos(np.pi * k / 6)) for k in range(6)]
+    assert seen == pytest.approx(expected)
+
+
+def test_lr_scheduler_scales_every_group_and_rejects_unknown_kinds():
+    a, b = torch.nn.Parameter(torch.zeros(1)), torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.Adam([{"params": [a], "lr": 10.0}, {"params": [b]}], lr=1.0)
+    sched = lr_scheduler(opt, "cosine", 4)
+    for _ in range(2):
+        opt.step()
+        sched.step()
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([5.0, 0.5])  # half way down
+    for _ in range(3):  # past the end it stays at 0
+        opt.step()
+        sched.step()
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.0, 0.0])
+    with pytest.raises(ValueError, match="lr schedule"):
+        lr_scheduler(opt, "linear", 4)
 
 
 def test_refit_trains_again_on_every_training_task(data, monkeypatch):
