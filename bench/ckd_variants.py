@@ -10,6 +10,8 @@ averaging) and on its training tasks, and how differently the
 new KB ranks the new held-out programs under the new and the old descriptor (median Spearman), and
 how closely, under the old descriptor, it keeps the incoming KB's ranking on the new platform's
 training and held-out tasks.
+With --kb the KB is a stored one (e.g. after two platforms, from `tcl distill`), so the
+variants can be compared on a third platform; the first dataset is then only scored.
 Writes bench/results/ckd_variants.json. bench/continual.py runs the full method comparison; this
 script is for choosing CKD's settings.
 """
@@ -30,7 +32,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
-from tcl.ckd import ActiveColumn, CKDConfig, compress, first_platform, load_kb, progress, save_kb  # noqa: E402
+from tcl.ckd import (ActiveColumn, CKDConfig, compress, first_platform, load_kb, platform_hardware, progress,  # noqa: E402
+                     save_kb)  # noqa: E402
 from tcl.metrics import spearman  # noqa: E402
 from tcl.train import ProgramData, score_tasks, split_tasks  # noqa: E402
 
@@ -96,6 +99,8 @@ def main(argv=None):
                    help="';'-separated variants, each comma-separated CKDConfig field=value")
     p.add_argument("--base", default="", help="comma-separated CKDConfig field=value for the first KB, the column and "
                    "every variant (e.g. hardware_adapter_rank=4)")
+    p.add_argument("--kb", help="start from this knowledge base (e.g. `tcl distill`'s after two platforms) instead of "
+                   "training one on the first platform, which is then only scored (the platform the KB learned last)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "ckd_variants.json"))
@@ -111,16 +116,21 @@ def main(argv=None):
         return score_tasks(model, datas[k], splits[k][part])["pooled"]["top1"]
 
     cfg = CKDConfig(seed=args.seed, threads=args.threads, **parse_variant(args.base))
-    cache = Path(args.cache) / f"{Path(args.old).name}-{Path(args.new).name}-s{args.seed}" if args.cache else None
-    if cache and (cache / "kb.pt").exists():
+    start = f"{Path(args.kb).stem}-" if args.kb else ""
+    cache = Path(args.cache) / f"{start}{Path(args.old).name}-{Path(args.new).name}-s{args.seed}" if args.cache else None
+    if args.kb:
+        kb, ewc, _ = load_kb(args.kb)
+    elif cache and (cache / "kb.pt").exists():
         kb, ewc, _ = load_kb(cache / "kb.pt")
     else:
         kb, ewc, _ = first_platform(datas[0], splits[0][0], cfg)
         if cache:
             cache.mkdir(parents=True, exist_ok=True)
             save_kb(cache / "kb.pt", kb, ewc, {})
+    old_hw = platform_hardware(datas[0], splits[0][0])[0]
     before = top1(kb, 0)
-    result = {"old": Path(args.old).name, "new": Path(args.new).name, "seed": args.seed, "base": parse_variant(args.base),
+    result = {"old": Path(args.old).name, "new": Path(args.new).name, "kb": args.kb, "seed": args.seed,
+              "base": parse_variant(args.base),
               "kb_top1_old": before, "kb_top1_new_zero_shot": top1(kb, 1), "columns": {}, "variants": []}
     print(f"KB: Top-1 {before:.4f} on {result['old']}, {result['kb_top1_new_zero_shot']:.4f} on {result['new']} (zero-shot)")
     columns = {}
@@ -146,9 +156,9 @@ def main(argv=None):
                           on_epoch=lambda epoch, student: per_epoch.append(top1(student, 1)))
         row = {"variant": v, "top1_old": top1(new_kb, 0), "top1_new": top1(new_kb, 1), "top1_new_per_epoch": per_epoch,
                "seconds": time.perf_counter() - t0, "top1_new_train": top1(new_kb, 1, part=0),
-               "descriptor_spearman": descriptor_spearman(new_kb, datas[1], splits[1][1], ewc.hardware[0]),
-               "old_agreement_train": old_descriptor_agreement(new_kb, kb, datas[1], splits[1][0], ewc.hardware[0]),
-               "old_agreement_test": old_descriptor_agreement(new_kb, kb, datas[1], splits[1][1], ewc.hardware[0])}
+               "descriptor_spearman": descriptor_spearman(new_kb, datas[1], splits[1][1], old_hw),
+               "old_agreement_train": old_descriptor_agreement(new_kb, kb, datas[1], splits[1][0], old_hw),
+               "old_agreement_test": old_descriptor_agreement(new_kb, kb, datas[1], splits[1][1], old_hw)}
         row["forgetting"] = before - row["top1_old"]
         row["average"] = (row["top1_old"] + row["top1_new"]) / 2
         result["variants"].append(row)
