@@ -380,15 +380,31 @@ def main(argv=None):
 def mean_over_seeds(paths, out) -> dict:
     """Mean and standard error over seed runs (one result file each) of every order and method's
     average Top-1 and forgetting, and of its average minus joint's in the same seed (paired: both
-    come from the same seed's data order and initial weights)."""
+    come from the same seed's data order and initial weights); the same per platform, from the
+    final row of each run's matrix (its _details.json), and the paired difference pooled over
+    both orders."""
     runs = [json.loads(Path(x).read_text()) for x in paths]
+    details = []
+    for x in map(Path, paths):
+        d = x.with_name(x.stem + "_details.json")
+        details.append(json.loads(d.read_text())["orders"] if d.exists() else {})
 
     def stats(values):
         v = np.asarray(values, float)
         err = float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else None
         return {"mean": float(v.mean()), "stderr": err, "n": len(v)}
 
-    summary = {}
+    def final_rows(order, m):
+        """{platform: [Top-1 after the last stage, per run that has it]} of one order and method."""
+        rows = {}
+        for d in details:
+            res = d.get(order, {}).get(m)
+            if res:
+                for name, top1 in zip(res["platforms"], res["matrix"][-1]):
+                    rows.setdefault(name, []).append(top1)
+        return rows
+
+    summary, pooled = {}, {}
     for order in dict.fromkeys(k for r in runs for k in r):
         methods = dict.fromkeys(m for r in runs for m in r.get(order, {}))
         summary[order] = {}
@@ -398,11 +414,22 @@ def mean_over_seeds(paths, out) -> dict:
             paired = [row[m]["avg_top1"] - row["joint"]["avg_top1"] for row in rows if "joint" in row]
             if m != "joint" and paired:
                 entry["minus_joint"] = stats(paired)
-            summary[order][m] = entry
+                pooled.setdefault(m, []).extend(paired)
             cells = "  ".join(f"{f} {e['mean']:.4f}" + (f" +- {e['stderr']:.4f}" if e["stderr"] is not None else "")
                               + f" (n {e['n']})" for f, e in entry.items())
             print(f"[{order}] {m:<9} {cells}")
-    Path(out).write_text(json.dumps({"runs": list(map(str, paths)), "orders": summary}, indent=1) + "\n")
+            finals = final_rows(order, m)
+            if finals:
+                entry["final_top1"] = {name: stats(v) for name, v in finals.items()}
+                print(" " * (len(order) + 3) + "final row: " + "  ".join(
+                    f"{name} {e['mean']:.4f}" for name, e in entry["final_top1"].items()))
+            summary[order][m] = entry
+    both = {m: stats(v) for m, v in pooled.items()}
+    for m, e in both.items():
+        print(f"[both orders] {m:<9} minus_joint {e['mean']:+.4f}" + (f" +- {e['stderr']:.4f}" if e["stderr"] else "")
+              + f" (n {e['n']})")
+    Path(out).write_text(json.dumps({"runs": list(map(str, paths)), "orders": summary,
+                                     "minus_joint_both_orders": both}, indent=1) + "\n")
     print(f"-> {out}")
     return summary
 

@@ -34,4 +34,23 @@ def test_mean_over_seeds_pairs_each_method_with_joint_of_the_same_seed(tmp_path)
     assert "minus_joint" not in summary["a -> b"]["joint"]
     assert summary["b -> a"]["ckd"]["avg_top1"]["stderr"] is None  # one seed: no spread
     assert "minus_joint" not in summary["b -> a"]["ckd"]
-    assert json.loads(out.read_text())["orders"] == summary
+    stored = json.loads(out.read_text())
+    assert stored["orders"] == summary
+    # pooled over the orders: every paired difference once (here only a -> b has joint)
+    assert stored["minus_joint_both_orders"]["ckd"]["n"] == 2
+
+
+def test_mean_over_seeds_reads_each_platforms_final_top1_from_the_details(tmp_path):
+    paths = []
+    for k, (ckd_last, joint_last) in enumerate([([0.6, 0.8], [0.7, 0.9]), ([0.4, 0.6], [0.5, 0.5])]):
+        path = tmp_path / f"s{k}.json"
+        path.write_text(json.dumps({"a -> b": {"ckd": _row(0.7), "joint": _row(0.7)}}))
+        nan = float("nan")
+        matrix = {"ckd": [[0.6, nan], ckd_last], "joint": [[nan, nan], joint_last]}
+        path.with_name(f"s{k}_details.json").write_text(json.dumps(
+            {"orders": {"a -> b": {m: {"platforms": ["a", "b"], "matrix": v} for m, v in matrix.items()}}}))
+        paths.append(path)
+    summary = continual.main(["--mean-of", *map(str, paths), "--out", str(tmp_path / "seeds.json")])
+    ckd, joint = summary["a -> b"]["ckd"]["final_top1"], summary["a -> b"]["joint"]["final_top1"]
+    assert ckd["a"]["mean"] == pytest.approx(0.5) and ckd["b"]["mean"] == pytest.approx(0.7)
+    assert joint["a"]["mean"] == pytest.approx(0.6) and joint["b"]["n"] == 2
