@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.ckd import (ActiveColumn, CKDConfig, compress, first_platform, load_kb, platform_hardware, progress,  # noqa: E402
-                     save_kb)  # noqa: E402
+                     save_kb)
 from tcl.metrics import spearman  # noqa: E402
 from tcl.train import ProgramData, score_tasks, split_tasks  # noqa: E402
 
