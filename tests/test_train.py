@@ -15,7 +15,6 @@ import tcl  # noqa: E402
 from tcl.cli import main  # noqa: E402
 from tcl.evaluate import DEFAULT_MODEL, evaluate  # noqa: E402
 from tcl.model.losses import lambda_rank_loss, pairwise_accuracy  # noqa: E402
-import tcl.train  # noqa: E402
 from tcl.train import (LastEpochsAverage, ProgramData, _seed_everything, build_model, hold_out,  # noqa: E402
                        load_checkpoint, lr_scheduler, predict, save_checkpoint, split_tasks, task_key, train)
 
@@ -84,13 +83,15 @@ def test_min_steps_adds_epochs_to_small_training_sets(data):
 
 @pytest.mark.parametrize("schedule", ["constant", "cosine"])
 def test_lr_schedule_sets_each_steps_learning_rate(data, monkeypatch, schedule):
-    seen, step = [], tcl.train.optimizer_step
+    import tcl.train as tt
+
+    seen, step = [], tt.optimizer_step
 
     def recording_step(opt, loss, params, clip):
         seen.append(opt.param_groups[0]["lr"])
         step(opt, loss, params, clip)
 
-    monkeypatch.setattr(tcl.train, "optimizer_step", recording_step)
+    monkeypatch.setattr(tt, "optimizer_step", recording_step)
     # task 0: 2 steps per epoch (see above), 3 epochs
     train(data, [0], model_config=TINY["mamba"], epochs=3, group_size=8, batch_tasks=4, lr=1e-3,
           progress=False, threads=1, lr_schedule=schedule)
