@@ -7,6 +7,13 @@
 2. Speed: the sampler's selection (kNN representativeness + greedy R+D+U) at 10k, 50k and 100k
    programs (tasks of --task-size programs, --dim-wide embeddings): C++ kernels vs the numpy reference.
 
+3. With --warm-start, every run starts from a model of another platform (the one before it in the
+   list, cyclically) trained on all of that platform's training programs with the same seed, and
+   fine-tunes it: the sampler's round 0 uses that model's signals, and the 100% rows fine-tune it on
+   every training program. This is the situation the sampler is for, adapting a cost model to new
+   hardware. The source models are trained first and kept under build/sampling_sources/.
+   --reference DETAILS adds RDU's ratio to the 100% runs of another invocation (e.g. from scratch).
+
 Runs are (platform, method, rate, seed): 10% and 100% for every seed first, then the other rates
 seed by seed (the longest runs first within each); --jobs N runs N at once, one spawned process
 each. Every finished run is written at once and a rerun with the same settings skips the runs
@@ -38,7 +45,7 @@ import tcl  # noqa: E402
 from tcl.sampling import reference  # noqa: E402
 from tcl.sampling.sampler import LookupOracle, SamplingConfig, run_sampling  # noqa: E402
 from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select  # noqa: E402
-from tcl.train import ProgramData, score_tasks, split_tasks, task_key, train  # noqa: E402
+from tcl.train import ProgramData, load_checkpoint, save_checkpoint, score_tasks, split_tasks, task_key, train  # noqa: E402
 
 
 _DATA: dict = {}  # per process: each platform's data is featurized once
@@ -50,21 +57,57 @@ def platform_data(path):
     return _DATA[path]
 
 
-def run_one(path, method, rate, seed, args) -> dict:
+SOURCE_DIR = ROOT / "build" / "sampling_sources"
+
+
+def source_model_path(source: str, seed: int, args) -> Path:
+    # the settings that change the source model are in its name, so other settings train their own
+    return SOURCE_DIR / (f"{source}_s{seed}_e{args.epochs * args.rounds}_avg{args.average_last}"
+                         f"_test{args.test_fraction}.pt")
+
+
+def train_all(path, seed, args, init=None):
+    """A model trained on every training program of `path` (the 100% rows), fine-tuning `init` if given."""
+    data = platform_data(path)
+    pool_ids, _ = split_tasks(data.tasks, args.test_fraction, 0)
+    model, _ = train(data, pool_ids, (), epochs=args.epochs * args.rounds, seed=seed, threads=args.threads,
+                     progress=False, average_last=args.average_last, init=init)
+    return model
+
+
+def source_model(path, seed, args):
+    """--warm-start: the model of `path`'s platform that other platforms start from; trained by the
+    first run that needs it and stored (a lock makes a second run that needs it wait, not retrain)."""
+    import fcntl
+
+    out = source_model_path(Path(path).name, seed, args)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.is_file():
+            model = train_all(path, seed, args)
+            tmp = out.with_suffix(".tmp")
+            save_checkpoint(tmp, model, "mamba", {"source_for_warm_start": Path(path).name, "seed": seed})
+            tmp.replace(out)
+    return load_checkpoint(out)[0]
+
+
+def run_one(path, method, rate, seed, args, source=None) -> dict:
     """One (platform, method, rate, seed): sample (or take every training program at rate 1.0),
-    train, score pooled Top-1/Top-5 on the held-out tasks."""
+    train (fine-tuning the model of the platform at `source`, if given), score pooled Top-1/Top-5
+    on the held-out tasks. `seconds` counts the source model's training only in its own runs."""
     data = platform_data(path)
     pool_ids, test_ids = split_tasks(data.tasks, args.test_fraction, 0)
     if not test_ids:
         raise SystemExit(f"{path}: no held-out tasks (give --test-fraction)")
+    init = source_model(source, seed, args) if source else None
     t0 = time.perf_counter()
     if rate >= 1.0:
-        model, _ = train(data, pool_ids, (), epochs=args.epochs * args.rounds, seed=seed,
-                         threads=args.threads, progress=False, average_last=args.average_last)
+        model = train_all(path, seed, args, init)
     else:
         cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
                              min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding,
-                             average_last=args.average_last, weights=rdu_weights(args))
+                             average_last=args.average_last, weights=rdu_weights(args), init_model=init)
         model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
     scores = score_tasks(model, data, test_ids)
     pooled = scores["pooled"]
@@ -88,12 +131,12 @@ def task_means(per_task: dict) -> dict:
 
 
 # settings a stored run must share to be reused
-SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction", "average_last")
+SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction", "average_last", "warm_start")
 # ... and those only the rdu runs must share
 SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind", "r_kind")
 # runs stored before a setting was added ran with this value of it
 SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],
-                               "u_kind": "spread", "r_kind": "density"}
+                               "u_kind": "spread", "r_kind": "density", "warm_start": False}
 # what a run measures; runs stored before the task mean existed lack it and are run again when asked for
 RUN_FIELDS = ("top1", "top5", "task_top1", "task_top5")
 
@@ -128,6 +171,15 @@ def stored_runs(detail_path: Path, args) -> dict:
     return found
 
 
+def reference_runs(detail_path: Path) -> dict:
+    """{(platform, seed): run} of the 100% runs stored in another invocation's details file."""
+    if not detail_path.is_file():
+        sys.exit(f"--reference: no such file {detail_path}")
+    old = json.loads(detail_path.read_text()).get("accuracy", {})
+    return {(pl, r["seed"]): r for pl, methods in old.items() for by_rate in methods.values()
+            for rate, entry in by_rate.items() if float(rate) >= 1.0 for r in entry["runs"]}
+
+
 def summarise(runs: dict, methods) -> dict:
     """{platform: {method: {rate: {top1, top1_std, top5, runs}}}} from {(platform, method, rate, seed): run}."""
     groups = defaultdict(list)
@@ -147,11 +199,12 @@ def summarise(runs: dict, methods) -> dict:
     return out
 
 
-def paired(runs: dict, method: str = "rdu", metric: str = "top1") -> dict:
+def paired(runs: dict, method: str = "rdu", metric: str = "top1", reference: dict | None = None) -> dict:
     """Per rate below 1.0, `method` against each other method and against all the data, run by run on
     the same (platform, seed): with seed spreads as wide as the gaps between the means, counting the
     pairs says more than comparing means. {rate: {other: {pairs, ahead, mean_diff, diff_stderr},
-    "all": {pairs, mean_ratio, at_least_97pct}}}."""
+    "all": {pairs, mean_ratio, at_least_97pct}, "all_reference": the same against the 100% runs
+    of `reference` ({(platform, seed): run}, another invocation's)}}."""
     out: dict = {}
     rates = sorted({rate for (_, m, rate, _) in runs if m == method and rate < 1.0})
     for rate in rates:
@@ -165,11 +218,13 @@ def paired(runs: dict, method: str = "rdu", metric: str = "top1") -> dict:
                      # standard error of the mean difference: a gap within ~2 of it is noise
                      "diff_stderr": statistics.stdev(d) / len(d) ** 0.5 if len(d) > 1 else None}
                  for m, d in sorted(by_other.items())}
-        ratios = [mine[(pl, seed)] / r[metric] for (pl, m, rt, seed), r in runs.items()
-                  if m == "all" and (pl, seed) in mine and metric in r]
-        if ratios:
-            entry["all"] = {"pairs": len(ratios), "mean_ratio": statistics.mean(ratios),
-                            "at_least_97pct": sum(x >= 0.97 for x in ratios)}
+        full = {"all": {(pl, seed): r for (pl, m, rt, seed), r in runs.items() if m == "all"},
+                "all_reference": reference or {}}
+        for name, by_run in full.items():
+            ratios = [mine[k] / r[metric] for k, r in by_run.items() if k in mine and metric in r]
+            if ratios:
+                entry[name] = {"pairs": len(ratios), "mean_ratio": statistics.mean(ratios),
+                               "at_least_97pct": sum(x >= 0.97 for x in ratios)}
         out[str(rate)] = entry
     return out
 
@@ -232,8 +287,9 @@ def print_paired(pairs, metric: str = "top1"):
     for rate, entry in pairs.items():
         print(f"\nrdu at rate {rate}, {METRIC_NAMES[metric]}, run by run on the same (platform, seed):")
         for m, e in entry.items():
-            if m == "all":
-                print(f"  vs all the data: {e['mean_ratio']:.3f} of its Top-1 on average, >= 97% in "
+            if m in ("all", "all_reference"):
+                which = "all the data" if m == "all" else "all the data, --reference runs"
+                print(f"  vs {which}: {e['mean_ratio']:.3f} of its Top-1 on average, >= 97% in "
                       f"{e['at_least_97pct']} of {e['pairs']}")
             else:
                 se = f" ± {e['diff_stderr']:.3f}" if e.get("diff_stderr") is not None else ""
@@ -287,6 +343,11 @@ def main(argv=None):
     p.add_argument("--r-kind", choices=["density", "coverage"], default=Weights().r_kind,
                    help="R of rdu and rd: kNN density, or the coverage (facility-location) gain updated after "
                    "every pick (default %(default)s)")
+    p.add_argument("--warm-start", action="store_true",
+                   help="every run fine-tunes a model of the previous platform in the list (cyclically), trained on "
+                   "all its training programs with the same seed, instead of starting from scratch")
+    p.add_argument("--reference", default=None, metavar="DETAILS",
+                   help="another invocation's details JSON: rdu's ratio to its 100%% runs too (e.g. from scratch)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--speed-sizes", nargs="*", type=int, default=[10_000, 50_000, 100_000])
@@ -306,6 +367,10 @@ def main(argv=None):
     detail_path = out.with_name(out.stem + "_details.json")
     runs = {} if args.fresh else stored_runs(detail_path, args)
     names = {Path(path).name: path for path in paths}
+    if args.warm_start and len(names) < 2:
+        sys.exit("--warm-start needs two or more platforms (each starts from the one before it)")
+    order = list(names)
+    source_of = {name: order[i - 1] for i, name in enumerate(order)} if args.warm_start else {}
     # the rates the question is about (10% against 100%) for every seed first, then seed-major,
     # so a stopped grid has already answered it
     todo = [(name, "all" if rate >= 1.0 else m, rate, seed) for seed in args.seeds for rate in args.rates
@@ -340,18 +405,22 @@ def main(argv=None):
               f"top1 {r['top1']:.4f} top5 {r['top5']:.4f} ({r['seconds']:.0f} s)", flush=True)
         write()  # every finished run is kept at once
 
+    def source(platform):
+        return names[source_of[platform]] if args.warm_start else None
+
     if args.jobs > 1 and todo:
         # spawned, so each process sets its own torch threads; a process featurizes each platform once
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("spawn")) as pool:
-            futures = [pool.submit(run_one, names[pl], m, rate, seed, args) for pl, m, rate, seed in todo]
+            futures = [pool.submit(run_one, names[pl], m, rate, seed, args, source(pl))
+                       for pl, m, rate, seed in todo]
             for f in as_completed(futures):
                 record(f.result())
     else:
         for pl, m, rate, seed in todo:
-            record(run_one(names[pl], m, rate, seed, args))
+            record(run_one(names[pl], m, rate, seed, args, source(pl)))
 
     if "speed" not in res and args.speed_sizes:
         print("selection time (10% of each task, 1 call; nothing else running):")
@@ -364,8 +433,11 @@ def main(argv=None):
         res["pooled_shares"][name] = pooled_shares(data, split_tasks(data.tasks, args.test_fraction, 0)[1])
         print(f"  {name}: " + ", ".join(f"{r['share']:.2f} {r['network']} ({r['programs']} programs)"
                                         for r in res["pooled_shares"][name]))
-    res["rdu_paired"] = paired(runs)
-    res["rdu_paired_task_top1"] = paired(runs, metric="task_top1")
+    reference = reference_runs(Path(args.reference)) if args.reference else None
+    res["rdu_paired"] = paired(runs, reference=reference)
+    res["rdu_paired_task_top1"] = paired(runs, metric="task_top1", reference=reference)
+    if args.warm_start:
+        res["warm_start_sources"] = source_of
     write()
     for metric, key in (("top1", "rdu_paired"), ("task_top1", "rdu_paired_task_top1")):
         print_table(res["accuracy"], metric)

@@ -261,9 +261,12 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
           epochs: int = 50, lr: float = 7e-4, weight_decay: float = 1e-6, clip: float = 0.5,
           batch_tasks: int = 8, group_size: int = 32, patience: int = 10, seed: int = 0,
           threads: int | None = None, progress: bool = True, device: str = "cpu", min_steps: int = 0,
-          average_last: float = 0.0, lr_schedule: str = "constant"):
+          average_last: float = 0.0, lr_schedule: str = "constant", init: torch.nn.Module | None = None):
     """Trains a new model on the programs of train_ids; returns (model on the CPU, history).
 
+    init: start from a copy of this trained model (fine-tuning, e.g. a model of another platform
+        adapting to a new one) instead of a fresh model of `arch` / `model_config`; `init` itself
+        is left unchanged.
     device: where the steps run ("cuda" uses mamba_ssm's fused scan when it is installed).
     min_steps: run more epochs when `epochs` would make fewer optimizer steps (epochs_for_steps).
     average_last: without validation tasks, the model returned is the mean of the weights at the
@@ -281,7 +284,7 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
     if threads:
         torch.set_num_threads(threads)
     _seed_everything(seed)
-    model = build_model(arch, **(model_config or {})).to(device)
+    model = (copy.deepcopy(init) if init is not None else build_model(arch, **(model_config or {}))).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(seed)
     hist = {"loss": [], "val_top1": [], "val_pairwise": [], "epoch_seconds": [], "best_epoch": 0,

@@ -16,7 +16,7 @@ spec.loader.exec_module(sampling)
 
 SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2,
             "average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],
-            "u_kind": "spread", "r_kind": "density"}
+            "u_kind": "spread", "r_kind": "density", "warm_start": False}
 
 
 def _run(platform, method, rate, seed, top1):
@@ -49,6 +49,8 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", "random"]), "settings": older}))
     assert set(sampling.stored_runs(path, Namespace(**SETTINGS))) == set(runs)
     assert sampling.stored_runs(path, Namespace(**{**SETTINGS, "average_last": 0.5})) == {}
+    # warm-started runs (from another platform's model) are not runs from scratch, and the other way round
+    assert sampling.stored_runs(path, Namespace(**{**SETTINGS, "warm_start": True})) == {}
     # another rdu setting drops the stored rdu runs only (100% of the data does not use it)
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "u_speed": 1.0}))) == {("p", "all", 1.0, 0)}
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [0.0, 1.0, 1.0]}))) == {
@@ -115,3 +117,18 @@ def test_paired_compares_rdu_run_by_run_on_the_same_platform_and_seed():
     assert p["0.1"]["random"]["diff_stderr"] == pytest.approx(np.std([0.1, -0.1, 0.2], ddof=1) / np.sqrt(3))
     assert p["0.1"]["all"]["pairs"] == 3 and p["0.1"]["all"]["at_least_97pct"] == 1
     assert p["0.1"]["all"]["mean_ratio"] == pytest.approx((1.0 + 0.6 + 0.9) / 3)
+    # another invocation's 100% runs (e.g. from scratch beside warm-started ones), by (platform, seed)
+    ref = sampling.paired(runs, reference={("p", 0): _run("p", "all", 1.0, 0, 0.5)})
+    assert ref["0.1"]["all_reference"] == {"pairs": 1, "mean_ratio": pytest.approx(0.6 / 0.5), "at_least_97pct": 1}
+    assert "all_reference" not in p["0.1"]
+
+
+def test_reference_runs_are_the_100_percent_runs_of_another_invocation(tmp_path):
+    runs = {("p", "rdu", 0.1, 0): _run("p", "rdu", 0.1, 0, 0.5), ("p", "all", 1.0, 0): _run("p", "all", 1.0, 0, 0.8),
+            ("q", "all", 1.0, 2): _run("q", "all", 1.0, 2, 0.7)}
+    path = tmp_path / "scratch_details.json"
+    path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", "random"])}))
+    ref = sampling.reference_runs(path)
+    assert set(ref) == {("p", 0), ("q", 2)} and ref[("p", 0)]["top1"] == 0.8
+    with pytest.raises(SystemExit, match="no such file"):
+        sampling.reference_runs(tmp_path / "missing.json")

@@ -33,6 +33,24 @@ def test_rounds_spend_the_per_task_budget(data, method, u_kind, r_kind):
     assert res.model is not None
 
 
+def test_a_start_model_gives_round_0_its_signals_and_every_round_its_weights(data, monkeypatch):
+    import tcl.train
+    from tcl.sampling import sampler
+
+    start, _ = tcl.train.train(data, [0, 1], model_config={"d_model": 16}, epochs=2, progress=False, threads=1)
+    seen, inits = [], []
+    real_signals, real_train = sampler.model_signals, tcl.train.train
+    monkeypatch.setattr(sampler, "model_signals", lambda model, *a, **k: seen.append(model) or real_signals(model, *a, **k))
+    monkeypatch.setattr(tcl.train, "train", lambda *a, **k: inits.append(k["init"]) or real_train(*a, **k))
+    cfg = SamplingConfig(method="uncertainty", fraction=0.25, rounds=2, epochs=1, mc_samples=4, threads=1,
+                         init_model=start)
+    res = run_sampling(data, [0, 1], cfg, LookupOracle(data.cost), progress=False)
+    # round 0 asks the start model (without one it has no model and picks on the feature rows)
+    assert seen[0] is start and len(seen) == 2 and seen[1] is not start
+    assert inits == [start, start]  # each round fine-tunes the start model on what is measured so far
+    assert res.model.cfg.d_model == 16 and np.bincount(data.task[res.selected]).tolist() == [10, 10]
+
+
 def test_labels_come_from_measured_programs_only(data):
     idx = data.programs_of([0])[5:15]
     sub = data.measured(idx, data.cost[idx])

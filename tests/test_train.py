@@ -81,6 +81,20 @@ def test_min_steps_adds_epochs_to_small_training_sets(data):
     assert len(hist["loss"]) == 5  # enough steps already
 
 
+def test_init_fine_tunes_a_copy_of_the_given_model(data):
+    start, _ = train(data, [0], model_config=TINY["mamba"], epochs=2, progress=False, threads=1, seed=3)
+    before = {k: v.clone() for k, v in start.state_dict().items()}
+    # no learning: the result scores exactly as the model it started from
+    same, _ = train(data, [0, 1], epochs=1, lr=0.0, weight_decay=0.0, progress=False, threads=1, init=start)
+    assert np.array_equal(predict(same, data), predict(start, data))
+    assert same is not start
+    tuned, _ = train(data, [1], epochs=2, progress=False, threads=1, init=start)
+    assert not np.array_equal(predict(tuned, data), predict(start, data))
+    # the config comes from init (d_model 16, not the default), and init itself is left as it was
+    assert tuned.cfg.d_model == 16
+    assert all(torch.equal(v, before[k]) for k, v in start.state_dict().items())
+
+
 @pytest.mark.parametrize("schedule", ["constant", "cosine"])
 def test_lr_schedule_sets_each_steps_learning_rate(data, monkeypatch, schedule):
     import tcl.train as tt

@@ -2,8 +2,11 @@
 
 The pool is every candidate program of the tasks being sampled (their features are known before
 anything is measured). Round 0 has no model: picks are made on the pooled feature rows (random
-picks for `random`). Every later round trains a cost model on what has been measured so far and
-uses it for the three signals:
+picks for `random`), unless a trained model to start from is given (`init_model`, e.g. one
+trained on another platform: the situation of adapting a cost model to new hardware); then round
+0 uses that model's signals, and every round fine-tunes it rather than training from scratch.
+Every later round trains a cost model on what has been measured so far and uses it for the three
+signals:
 
 - embeddings for R and D: the model's pooled encoder output (`embedding="model"`) or the pooled
   feature rows (`embedding="features"`);
@@ -58,6 +61,7 @@ class SamplingConfig:
     threads: int | None = None
     arch: str = "mamba"
     model_config: dict | None = None
+    init_model: object | None = None  # a trained model to start from (round 0's signals, each round's start)
 
 
 @dataclass
@@ -100,7 +104,7 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
     selected = np.zeros(len(pool), bool)
     picked_order: list[np.ndarray] = []
     costs = np.full(len(pool), np.nan)
-    model, rounds = None, []
+    model, rounds = config.init_model, []
     n_rounds = max(1, config.rounds)
     for r in range(n_rounds):
         t0 = time.perf_counter()
@@ -129,7 +133,8 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
         ids = sorted({int(t) for t in sub.task})
         model, _ = train(sub, ids, (), arch=config.arch, model_config=config.model_config,
                          epochs=config.epochs, seed=config.seed + r, threads=config.threads,
-                         progress=progress, min_steps=config.min_steps, average_last=config.average_last)
+                         progress=progress, min_steps=config.min_steps, average_last=config.average_last,
+                         init=config.init_model)
         rounds.append({"round": r, "picked": int(len(picks)), "measured": int(selected.sum()),
                        "select_seconds": t_select, "train_seconds": time.perf_counter() - t1})
     order = np.concatenate(picked_order) if picked_order else np.zeros(0, np.int64)
