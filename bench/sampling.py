@@ -6,12 +6,12 @@
    --test-fraction of the tasks). Several seeds; mean and spread. Rate 1.0 = every training program.
 2. Speed: the sampler's selection (kNN representativeness + greedy R+D+U) at 10k, 50k and 100k
    programs (tasks of --task-size programs, --dim-wide embeddings): C++ kernels vs the numpy reference.
-
 3. With --warm-start, every run starts from a model of another platform (the one before it in the
    list, cyclically) trained on all of that platform's training programs with the same seed, and
    fine-tunes it: the sampler's round 0 uses that model's signals, and the 100% rows fine-tune it on
    every training program. This is the situation the sampler is for, adapting a cost model to new
-   hardware. The source models are trained first and kept under build/sampling_sources/.
+   hardware. Each source model is trained by the first run that needs it and kept under
+   build/sampling_sources/.
    --reference DETAILS adds RDU's ratio to the 100% runs of another invocation (e.g. from scratch).
 
 Runs are (platform, method, rate, seed): 10% and 100% for every seed first, then the other rates
@@ -95,7 +95,7 @@ def source_model(path, seed, args):
 def run_one(path, method, rate, seed, args, source=None) -> dict:
     """One (platform, method, rate, seed): sample (or take every training program at rate 1.0),
     train (fine-tuning the model of the platform at `source`, if given), score pooled Top-1/Top-5
-    on the held-out tasks. `seconds` counts the source model's training only in its own runs."""
+    on the held-out tasks. `seconds` leaves out training the source model."""
     data = platform_data(path)
     pool_ids, test_ids = split_tasks(data.tasks, args.test_fraction, 0)
     if not test_ids:
