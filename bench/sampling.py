@@ -131,7 +131,11 @@ def task_means(per_task: dict) -> dict:
 
 
 # settings a stored run must share to be reused
-SAME_RUN = ("rounds", "epochs", "min_steps", "embedding", "test_fraction", "average_last", "warm_start")
+SAME_RUN = ("rounds", "epochs", "test_fraction", "average_last", "warm_start")
+# ... and those only the sampled runs (rate < 1) must share (the 100% runs do not sample); the
+# embedding only where the picks read it (random picks at random, uncertainty ranks by U alone)
+SAME_SAMPLED_RUN = ("min_steps",)
+EMBEDDING_FREE = ("random", "uncertainty")
 # ... and those only the rdu runs must share
 SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind", "r_kind")
 # runs stored before a setting was added ran with this value of it
@@ -155,6 +159,8 @@ def stored_runs(detail_path: Path, args) -> dict:
     if any(settings.get(k) != getattr(args, k) for k in SAME_RUN):
         print(f"{detail_path} holds other settings; starting over")
         return {}
+    same_sampled = all(settings.get(k) == getattr(args, k) for k in SAME_SAMPLED_RUN)
+    same_embedding = settings.get("embedding") == args.embedding
     same_rdu = all(settings.get(k) == getattr(args, k) for k in SAME_RDU_RUN)
     # rd is rdu without U: its R's kind and the R and D weights are rdu's
     same_r = settings["r_kind"] == args.r_kind and settings["rdu_weights"][:2] == args.rdu_weights[:2]
@@ -162,7 +168,9 @@ def stored_runs(detail_path: Path, args) -> dict:
     for platform, methods in old.get("accuracy", {}).items():
         for method, by_rate in methods.items():
             for rate, entry in by_rate.items():
-                if float(rate) < 1.0 and ((method == "rdu" and not same_rdu) or (method == "rd" and not same_r)):
+                if float(rate) < 1.0 and (not same_sampled or (method == "rdu" and not same_rdu)
+                                          or (method not in EMBEDDING_FREE and not same_embedding)
+                                          or (method == "rd" and not same_r)):
                     continue
                 for r in entry["runs"]:
                     m = "all" if float(rate) >= 1.0 else method

@@ -235,6 +235,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     s.add_argument("--test-fraction", type=float, default=0.0,
                    help="tasks held out of the pool (and scored, with --measure lookup)")
     s.add_argument("--model-out", default=None, help="save the final model here (tcl eval reads it)")
+    s.add_argument("--init", default=None, metavar="MODEL.pt",
+                   help="start from this trained model (e.g. one of another platform): round 0 uses its "
+                   "signals and every round fine-tunes it (default: from scratch; see the README)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--threads", type=int, default=None, help="torch and kernel threads")
     s.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -359,8 +362,12 @@ def _sample(args):
     from .features import featurize
     from .sampling.sampler import LookupOracle, SamplingConfig, run_sampling
     from .sampling.strategies import Weights
-    from .train import ProgramData, save_checkpoint, score_tasks, split_tasks
+    from .train import ProgramData, load_checkpoint, save_checkpoint, score_tasks, split_tasks
 
+    init, arch = None, "mamba"
+    if args.init:
+        init, ck = load_checkpoint(args.init)
+        arch = ck["arch"]
     fs = featurize(args.paths)
     data = ProgramData(fs)
     pool_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
@@ -369,7 +376,7 @@ def _sample(args):
     weights = dataclasses.replace(Weights(), **kinds)
     cfg = SamplingConfig(method=args.method, fraction=fraction, count=args.count, rounds=args.rounds,
                          epochs=args.epochs, embedding=args.embedding, seed=args.seed, threads=args.threads,
-                         average_last=args.average_last, weights=weights)
+                         average_last=args.average_last, weights=weights, arch=arch, init_model=init)
     if args.measure == "tvm":
         from .tvm.oracle import TVMOracle
 

@@ -79,6 +79,22 @@ def test_tcl_sample_cli_lookup(tmp_path):
     assert (tmp_path / "m.pt").stat().st_size > 0
 
 
+def test_tcl_sample_cli_starts_from_a_given_model(data, tmp_path):
+    from tcl.cli import main
+    from tcl.train import load_checkpoint, save_checkpoint, train
+
+    start, _ = train(data, [0, 1], model_config={"d_model": 16}, epochs=1, progress=False, threads=1)
+    save_checkpoint(tmp_path / "start.pt", start, "mamba", {})
+    rc = main(["sample", str(MS_FIXTURE), "--out", str(tmp_path / "picks.json"), "--fraction", "0.25",
+               "--rounds", "2", "--epochs", "1", "--threads", "1", "--quiet", "--init", str(tmp_path / "start.pt"),
+               "--model-out", str(tmp_path / "m.pt")])
+    assert rc == 0
+    model, _ = load_checkpoint(tmp_path / "m.pt")
+    # fine-tuned from the start model (a fresh model would have the default width)
+    assert model.cfg.d_model == 16
+    assert any(not np.array_equal(a, b) for a, b in zip(model.state_dict().values(), start.state_dict().values()))
+
+
 @pytest.mark.tvm
 def test_sampling_with_real_measurement_on_a_tiny_task(tmp_path):
     pytest.importorskip("tvm")
