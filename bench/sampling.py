@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.sampling import reference  # noqa: E402
-from tcl.sampling.sampler import LookupOracle, SamplingConfig, run_sampling  # noqa: E402
+from tcl.sampling.sampler import LookupOracle, SamplingConfig, default_embedding, run_sampling  # noqa: E402
 from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select  # noqa: E402
 from tcl.train import ProgramData, load_checkpoint, save_checkpoint, score_tasks, split_tasks, task_key, train  # noqa: E402
 
@@ -160,7 +160,9 @@ def stored_runs(detail_path: Path, args) -> dict:
         print(f"{detail_path} holds other settings; starting over")
         return {}
     same_sampled = all(settings.get(k) == getattr(args, k) for k in SAME_SAMPLED_RUN)
-    same_embedding = settings.get("embedding") == args.embedding
+
+    def same_embedding(method):  # None: each method's default_embedding
+        return (settings.get("embedding") or default_embedding(method)) == (args.embedding or default_embedding(method))
     same_rdu = all(settings.get(k) == getattr(args, k) for k in SAME_RDU_RUN)
     # rd is rdu without U: its R's kind and the R and D weights are rdu's
     same_r = settings["r_kind"] == args.r_kind and settings["rdu_weights"][:2] == args.rdu_weights[:2]
@@ -169,7 +171,7 @@ def stored_runs(detail_path: Path, args) -> dict:
         for method, by_rate in methods.items():
             for rate, entry in by_rate.items():
                 if float(rate) < 1.0 and (not same_sampled or (method == "rdu" and not same_rdu)
-                                          or (method not in EMBEDDING_FREE and not same_embedding)
+                                          or (method not in EMBEDDING_FREE and not same_embedding(method))
                                           or (method == "rd" and not same_r)):
                     continue
                 for r in entry["runs"]:
@@ -335,7 +337,9 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--epochs", type=int, default=20, help="training epochs per round")
     p.add_argument("--min-steps", type=int, default=200, help="optimizer steps per round at least")
-    p.add_argument("--embedding", choices=["model", "features"], default="model")
+    p.add_argument("--embedding", choices=["model", "features"], default=None,
+                   help="what R and D measure distances on, for every method (default: each method's own, "
+                   "tcl.sampling.sampler.default_embedding)")
     p.add_argument("--average-last", type=float, default=0.0,
                    help="every model (each round's, and the 100%% one) is the mean of its weights over this last "
                    "fraction of its epochs (0: the last epoch's)")

@@ -64,6 +64,11 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [0.5, 1.0, 1.0]}))) == kept
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [1.0, 1.0, 0.5]}))) == {
         *kept, ("p", "rd", 0.1, 0)}
+    # sampler-only settings keep the 100% runs; the embedding keeps the runs whose picks never read it
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "min_steps": 100}))) == {("p", "all", 1.0, 0)}
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "embedding": "features"}))) == kept
+    # no embedding given: each method's default (features for rdu, the model's for rd) is compared
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "embedding": None}))) == {*kept, ("p", "rd", 0.1, 0)}
 
 
 def test_runs_stored_before_the_task_mean_count_for_the_pooled_score_only():

@@ -51,6 +51,23 @@ def test_a_start_model_gives_round_0_its_signals_and_every_round_its_weights(dat
     assert res.model.cfg.d_model == 16 and np.bincount(data.task[res.selected]).tolist() == [10, 10]
 
 
+@pytest.mark.parametrize("method,embedding,on_features", [("rdu", None, True), ("diversity", None, False),
+                                                         ("rdu", "model", False), ("diversity", "features", True)])
+def test_r_and_d_measure_on_each_methods_default_embedding(data, monkeypatch, method, embedding, on_features):
+    from tcl.sampling import sampler
+
+    calls = []
+    real = sampler.feature_embedding
+    monkeypatch.setattr(sampler, "feature_embedding", lambda *a: calls.append(1) or real(*a))
+    cfg = SamplingConfig(method=method, embedding=embedding, fraction=0.25, rounds=2, epochs=1, mc_samples=4,
+                         threads=1)
+    run_sampling(data, [0, 1], cfg, LookupOracle(data.cost), progress=False)
+    # round 0 has no model and always uses the feature rows; round 1 the embedding asked for
+    assert len(calls) == (2 if on_features else 1)
+    with pytest.raises(ValueError, match="embedding"):
+        run_sampling(data, [0, 1], SamplingConfig(embedding="pixels"), LookupOracle(data.cost), progress=False)
+
+
 def test_labels_come_from_measured_programs_only(data):
     idx = data.programs_of([0])[5:15]
     sub = data.measured(idx, data.cost[idx])

@@ -9,7 +9,10 @@ Every later round trains a cost model on what has been measured so far and uses 
 signals:
 
 - embeddings for R and D: the model's pooled encoder output (`embedding="model"`) or the pooled
-  feature rows (`embedding="features"`);
+  feature rows (`embedding="features"`); by default (`embedding=None`) each method's measured
+  better one (default_embedding): the feature rows for rdu, whose U already brings the model's
+  view, so its three signals look at two views; the model's output for the baselines, whose D
+  alone is better in the model's space;
 - U: the spread of MC-dropout scores, plus `Weights.u_speed` x their mean (or, with
   `Weights.u_kind="top"`, the share of MC-dropout samples that put the program among its task's
   top `top_fraction`). MC-dropout is used rather than an ensemble because the dropout sits in the
@@ -52,7 +55,7 @@ class SamplingConfig:
     count: int | None = None  # or programs in total (overrides fraction)
     rounds: int = 3  # the budget is spent evenly over this many rounds
     weights: Weights = field(default_factory=Weights)
-    embedding: str = "model"  # "model" or "features"
+    embedding: str | None = None  # "model", "features", or None: default_embedding(method)
     mc_samples: int = 16
     epochs: int = 20  # training epochs per round ...
     min_steps: int = 200  # ... but at least this many optimizer steps (small rounds have few batches)
@@ -70,6 +73,11 @@ class SamplingResult:
     costs: np.ndarray  # their measured latencies
     model: object  # the last model, trained on all measured programs
     rounds: list[dict]  # per round: picks, seconds spent selecting / training
+
+
+def default_embedding(method: str) -> str:
+    """What R and D measure distances on when not told (bench/sampling.py compared both; README)."""
+    return "features" if method == "rdu" else "model"
 
 
 def feature_embedding(data, idx) -> np.ndarray:
@@ -105,6 +113,9 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
     picked_order: list[np.ndarray] = []
     costs = np.full(len(pool), np.nan)
     model, rounds = config.init_model, []
+    embedding = config.embedding or default_embedding(config.method)
+    if embedding not in ("model", "features"):
+        raise ValueError(f"embedding must be 'model' or 'features', not {embedding!r}")
     n_rounds = max(1, config.rounds)
     for r in range(n_rounds):
         t0 = time.perf_counter()
@@ -119,7 +130,7 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
                            threads=config.threads or 0)
         else:
             emb, samples = model_signals(model, data, pool, config.mc_samples)
-            x = emb if config.embedding == "model" else feature_embedding(data, pool)
+            x = emb if embedding == "model" else feature_embedding(data, pool)
             top = config.weights.u_kind == "top"
             q = top_probability(samples, group, config.weights.top_fraction) if top else None
             picks = select(config.method, x, group, budget, selected, u=samples.std(0), p=samples.mean(0),
