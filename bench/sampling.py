@@ -104,6 +104,8 @@ def run_one(path, method, rate, seed, args, source=None) -> dict:
     t0 = time.perf_counter()
     if rate >= 1.0:
         model = train_all(path, seed, args, init)
+    elif method in ORACLES:
+        model = train_on_oracle_picks(data, pool_ids, method, rate, seed, args, init)
     else:
         cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
                              min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding,
@@ -115,9 +117,48 @@ def run_one(path, method, rate, seed, args, source=None) -> dict:
             "top5": pooled["top5"], **task_means(scores["tasks"]), "seconds": time.perf_counter() - t0}
 
 
+# Diagnostics, not samplers: they pick with the latencies a sampler cannot know, to ask how good a
+# model any 10% of the programs can give. oracle_top: each task's fastest programs;
+# oracle_strata: evenly spaced along each task's latency order (its fastest included);
+# oracle_best: random picks, but each task's fastest among them (the labels' reference is right).
+ORACLES = ("oracle_top", "oracle_strata", "oracle_best")
+
+
+def oracle_picks(cost, group, budget, kind: str, rng) -> np.ndarray:
+    picks = []
+    for g, b in enumerate(budget):
+        cand = np.nonzero(group == g)[0]
+        if b == 0:
+            continue
+        by_speed = cand[np.argsort(cost[cand], kind="stable")]
+        if kind == "oracle_top":
+            picks.append(by_speed[:b])
+        elif kind == "oracle_strata":
+            picks.append(by_speed[np.unique(np.linspace(0, len(cand) - 1, b).round().astype(np.int64))])
+        else:
+            rest = rng.choice(by_speed[1:], size=min(b - 1, len(cand) - 1), replace=False)
+            picks.append(np.concatenate([by_speed[:1], rest]))
+    return np.concatenate(picks).astype(np.int64)
+
+
+def train_on_oracle_picks(data, pool_ids, kind, rate, seed, args, init=None):
+    """The sampler's last round (a model trained on every pick, with the same settings and seed)
+    on picks made by `kind` with the true latencies."""
+    pool = data.programs_of(pool_ids)
+    group = np.searchsorted(np.asarray(sorted(pool_ids)), data.task[pool]).astype(np.int32)
+    budget = per_task_budget(group, fraction=rate)
+    picks = pool[oracle_picks(data.cost[pool], group, budget, kind, np.random.default_rng(seed))]
+    sub = data.measured(picks, data.cost[picks])
+    model, _ = train(sub, sorted({int(t) for t in sub.task}), (), epochs=args.epochs, seed=seed + args.rounds - 1,
+                     threads=args.threads, progress=False, min_steps=args.min_steps,
+                     average_last=args.average_last, init=init)
+    return model
+
+
 def rdu_weights(args) -> Weights:
     r, d, u = args.rdu_weights
-    return Weights(r=r, d=d, u=u, u_speed=args.u_speed, u_kind=args.u_kind, r_kind=args.r_kind)
+    return Weights(r=r, d=d, u=u, u_speed=args.u_speed, u_kind=args.u_kind, r_kind=args.r_kind,
+                   score_axis=args.score_axis)
 
 
 def task_means(per_task: dict) -> dict:
@@ -135,12 +176,13 @@ SAME_RUN = ("rounds", "epochs", "test_fraction", "average_last", "warm_start")
 # ... and those only the sampled runs (rate < 1) must share (the 100% runs do not sample); the
 # embedding only where the picks read it (random picks at random, uncertainty ranks by U alone)
 SAME_SAMPLED_RUN = ("min_steps",)
-EMBEDDING_FREE = ("random", "uncertainty")
+EMBEDDING_FREE = ("random", "uncertainty", *ORACLES)
 # ... and those only the rdu runs must share
-SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind", "r_kind")
+SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind", "r_kind", "score_axis")
 # runs stored before a setting was added ran with this value of it
 SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],
-                               "u_kind": "spread", "r_kind": "density", "warm_start": False}
+                               "u_kind": "spread", "r_kind": "density", "warm_start": False,
+                               "score_axis": 0.0}
 # what a run measures; runs stored before the task mean existed lack it and are run again when asked for
 RUN_FIELDS = ("top1", "top5", "task_top1", "task_top5")
 
@@ -355,6 +397,8 @@ def main(argv=None):
     p.add_argument("--r-kind", choices=["density", "coverage"], default=Weights().r_kind,
                    help="R of rdu and rd: kNN density, or the coverage (facility-location) gain updated after "
                    "every pick (default %(default)s)")
+    p.add_argument("--score-axis", type=float, default=Weights().score_axis,
+                   help="rdu: weight of the predicted-score rank as a coordinate of D's space (0: none)")
     p.add_argument("--warm-start", action="store_true",
                    help="every run fine-tunes a model of the previous platform in the list (cyclically), trained on "
                    "all its training programs with the same seed, instead of starting from scratch")

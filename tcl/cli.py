@@ -228,6 +228,10 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     s.add_argument("--r-kind", choices=["density", "coverage"], default=None,
                    help="rdu's and rd's Representativeness: kNN density, or the coverage gain on the kNN graph, "
                    "updated after every pick (default: Weights in tcl/sampling/strategies.py; see the README)")
+    s.add_argument("--score-axis", type=float, default=None,
+                   help="rdu: weight of the predicted-score rank as one more coordinate of the space D measures "
+                   "distances in, so that picks spread over each task's predicted speed (0: none; default: "
+                   "Weights in tcl/sampling/strategies.py; see the README)")
     s.add_argument("--measure", choices=["lookup", "tvm"], default="lookup")
     s.add_argument("--measure-out", default="datasets/sampled", help="where --measure tvm writes")
     s.add_argument("--target", default=None, help="TVM target for --measure tvm (default: this CPU)")
@@ -373,7 +377,8 @@ def _sample(args):
     data = ProgramData(fs)
     pool_ids, test_ids = split_tasks(data.tasks, args.test_fraction, args.seed)
     fraction = args.fraction if args.fraction is not None or args.count is not None else 0.1
-    kinds = {k: v for k, v in (("u_kind", args.u_kind), ("r_kind", args.r_kind)) if v is not None}
+    kinds = {k: v for k, v in (("u_kind", args.u_kind), ("r_kind", args.r_kind), ("score_axis", args.score_axis))
+             if v is not None}
     weights = dataclasses.replace(Weights(), **kinds)
     cfg = SamplingConfig(method=args.method, fraction=fraction, count=args.count, rounds=args.rounds,
                          epochs=args.epochs, embedding=args.embedding, seed=args.seed, threads=args.threads,

@@ -16,7 +16,7 @@ spec.loader.exec_module(sampling)
 
 SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2,
             "average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],
-            "u_kind": "spread", "r_kind": "density", "warm_start": False}
+            "u_kind": "spread", "r_kind": "density", "warm_start": False, "score_axis": 0.0}
 
 
 def _run(platform, method, rate, seed, top1):
@@ -55,6 +55,7 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "u_speed": 1.0}))) == {("p", "all", 1.0, 0)}
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [0.0, 1.0, 1.0]}))) == {
         ("p", "all", 1.0, 0)}
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "score_axis": 4.0}))) == {("p", "all", 1.0, 0)}
     # R's kind and the R, D weights are shared by rdu and rd (rdu without U), and by no other method
     runs[("p", "rd", 0.1, 0)] = _run("p", "rd", 0.1, 0, 0.4)
     runs[("p", "random", 0.1, 0)] = _run("p", "random", 0.1, 0, 0.3)
@@ -69,6 +70,26 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "embedding": "features"}))) == kept
     # no embedding given: each method's default (features for rdu, the model's for rd) is compared
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "embedding": None}))) == {*kept, ("p", "rd", 0.1, 0)}
+
+
+@pytest.mark.parametrize("kind", sampling.ORACLES)
+def test_oracle_picks_follow_the_true_latencies(kind):
+    rng = np.random.default_rng(0)
+    group = np.repeat(np.arange(3), [50, 20, 1]).astype(np.int32)
+    cost = rng.random(len(group)) + 0.01
+    budget = np.array([5, 2, 1])
+    picks = sampling.oracle_picks(cost, group, budget, kind, rng)
+    assert np.bincount(group[picks], minlength=3).tolist() == budget.tolist() and len(set(picks)) == len(picks)
+    for g in range(3):
+        idx = np.nonzero(group == g)[0]
+        order = idx[np.argsort(cost[idx])]
+        mine = picks[group[picks] == g]
+        assert order[0] in mine  # every kind measures the task's fastest program
+        rank = np.sort(np.searchsorted(cost[order], cost[mine]))
+        if kind == "oracle_top":
+            assert rank.tolist() == list(range(budget[g]))
+        elif kind == "oracle_strata" and g == 0:
+            assert rank.tolist() == [0, 12, 24, 37, 49]  # evenly spaced, the slowest included
 
 
 def test_runs_stored_before_the_task_mean_count_for_the_pooled_score_only():

@@ -17,13 +17,14 @@ def data():
     return ProgramData(tcl.featurize(MS_FIXTURE))
 
 
-@pytest.mark.parametrize("method,u_kind,r_kind", [("rdu", "spread", "density"), ("rdu", "top", "density"),
-                                                  ("rdu", "spread", "coverage"), ("random", "spread", "density"),
-                                                  ("biased_diversity", "spread", "density")])
-def test_rounds_spend_the_per_task_budget(data, method, u_kind, r_kind):
+@pytest.mark.parametrize("method,u_kind,r_kind,score_axis", [
+    ("rdu", "spread", "density", 0.0), ("rdu", "top", "density", 0.0), ("rdu", "spread", "coverage", 0.0),
+    ("rdu", "spread", "coverage", 4.0), ("random", "spread", "density", 0.0),
+    ("biased_diversity", "spread", "density", 0.0)])
+def test_rounds_spend_the_per_task_budget(data, method, u_kind, r_kind, score_axis):
     oracle = LookupOracle(data.cost)
     cfg = SamplingConfig(method=method, fraction=0.25, rounds=2, epochs=2, mc_samples=4, threads=1,
-                         weights=Weights(u_kind=u_kind, r_kind=r_kind))
+                         weights=Weights(u_kind=u_kind, r_kind=r_kind, score_axis=score_axis))
     res = run_sampling(data, [0, 1], cfg, oracle, progress=False)
     assert oracle.calls == 2 and len(res.rounds) == 2
     assert len(set(res.selected.tolist())) == len(res.selected)
@@ -86,7 +87,7 @@ def test_tcl_sample_cli_lookup(tmp_path):
     out = tmp_path / "picks.json"
     rc = main(["sample", str(MS_FIXTURE), "--out", str(out), "--fraction", "0.25", "--rounds", "2",
                "--epochs", "2", "--threads", "1", "--quiet", "--model-out", str(tmp_path / "m.pt"),
-               "--u-kind", "top", "--r-kind", "coverage"])
+               "--u-kind", "top", "--r-kind", "coverage", "--score-axis", "2"])
     assert rc == 0
     import json
 

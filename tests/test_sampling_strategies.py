@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from tcl.sampling import reference
-from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select, top_probability
+from tcl.sampling.strategies import (METHODS, Weights, normalize_per_group, per_task_budget, score_axis_embedding, select,
+                                     top_probability)
 
 
 def pool(n=400, d=8, tasks=5, seed=1):
@@ -68,6 +69,43 @@ def test_rdu_u_speed_adds_the_predicted_score_to_the_spread():
     np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="predicted scores"):
         select("rdu", x, g, budget, u=u, weights=Weights(u_speed=1.0))
+
+
+def test_score_axis_appends_the_scaled_rank_of_the_predicted_score():
+    x, g, rng = pool()
+    p = rng.random(len(g))
+    got = score_axis_embedding(x, p, g, 3.0)
+    for t in np.unique(g):  # plain definition, task by task
+        idx = np.nonzero(g == t)[0]
+        centred = x[idx] - x[idx].mean(0)
+        radius = np.sqrt((centred ** 2).sum(1).mean())
+        np.testing.assert_allclose(got[idx, :-1], centred / radius, rtol=1e-5, atol=1e-6)
+        order = np.argsort(p[idx])
+        np.testing.assert_allclose(got[idx[order], -1], 3.0 * np.arange(len(idx)) / (len(idx) - 1), rtol=1e-6)
+    u = rng.random(len(g))
+    budget = per_task_budget(g, fraction=0.2)
+    w = Weights(score_axis=3.0)
+    want = reference.greedy_select(got, g, budget, np.zeros(len(g)), normalize_per_group(u + p, g), None,
+                                   (0.25, 1.0, 1.0), coverage_k=10)
+    np.testing.assert_array_equal(select("rdu", x, g, budget, u=u, p=p, weights=w), want)
+    # rd has no model signals: the axis is rdu's alone
+    np.testing.assert_array_equal(select("rd", x, g, budget, weights=w), select("rd", x, g, budget))
+    with pytest.raises(ValueError, match="predicted scores"):
+        select("rdu", x, g, budget, u=u, weights=Weights(score_axis=1.0, u_speed=0.0))
+
+
+def test_score_axis_spreads_the_picks_along_the_predicted_speed():
+    # features that say nothing about speed: without the axis the picks' scores are anywhere;
+    # with a strong axis each task's picks cover its score range evenly
+    rng = np.random.default_rng(5)
+    g = np.repeat(np.arange(4), 100)
+    x, p = rng.normal(size=(400, 6)), rng.random(400)
+    budget = per_task_budget(g, fraction=0.1)
+    picks = select("rdu", x, g, budget, u=np.zeros(400), p=p, weights=Weights(r=0.0, u=0.0, score_axis=50.0))
+    for t in range(4):
+        mine = picks[g[picks] == t]
+        rank = np.argsort(np.argsort(p[g == t]))[mine - 100 * t] / 99
+        assert np.histogram(rank, bins=5, range=(0, 1))[0].min() >= 1, rank
 
 
 def test_top_probability_counts_the_samples_that_rank_a_program_in_its_tasks_top():

@@ -11,7 +11,10 @@ measured, given program embeddings `x` (rows), the model's uncertainty `u` and p
                      metric only the programs that may be among the fastest need their rank known);
                      with u_kind "top", U is instead the probability q that the program is among
                      the top `top_fraction` of its task (over the MC-dropout samples, see
-                     top_probability): uncertain about the one question Top-k asks
+                     top_probability): uncertain about the one question Top-k asks;
+                     with score_axis > 0, R and D measure distances in x plus one coordinate,
+                     the rank of p within the task (score_axis_embedding), to spread the
+                     picks over the predicted speed (measured, not the default: README)
 - rd:                R + D, no uncertainty
 - diversity:         D only: greedy k-center
 - biased_diversity:  D + bias * predicted speed (BALTO-like: diversity toward fast programs)
@@ -51,6 +54,7 @@ class Weights:
     top_fraction: float = 0.1  # u_kind "top": the share of a task's programs that counts as its top
     r_kind: str = "coverage"  # R: "density" (kNN, fixed) or "coverage" (facility-location gain, updated per pick)
     k: int = 10  # neighbours for R
+    score_axis: float = 0.0  # rdu: > 0 adds the predicted-score rank as a coordinate of R's and D's space
 
 
 def normalize_per_group(v, group) -> np.ndarray:
@@ -78,6 +82,26 @@ def top_probability(samples, group, fraction: float = 0.1) -> np.ndarray:
         kth = -np.partition(-s, k - 1, axis=1)[:, k - 1:k]  # the k-th highest score of each sample
         q[idx] = (s >= kth).mean(0)
     return q
+
+
+def score_axis_embedding(x, p, group, weight: float) -> np.ndarray:
+    """x with one more coordinate, `weight` x the rank of the predicted score p within the task
+    (0 slowest .. 1 fastest), after scaling each task's rows to unit RMS distance from their mean,
+    so that D (and R) also spread the picks along the task's predicted speed: picks spread evenly
+    over each task's true latency order gave the best task-mean Top-1 of any 10% tried
+    (bench/sampling.py's oracle_strata diagnostic, README)."""
+    x = np.asarray(x, np.float32)
+    p = np.asarray(p, np.float64)
+    group = np.asarray(group)
+    out = np.empty((len(x), x.shape[1] + 1), np.float32)
+    for g in np.unique(group):
+        idx = np.nonzero(group == g)[0]
+        centred = x[idx] - x[idx].mean(0)
+        radius = float(np.sqrt((centred.astype(np.float64) ** 2).sum(1).mean()))
+        out[idx, :-1] = centred / radius if radius > 0 else centred
+        rank = np.argsort(np.argsort(p[idx], kind="stable"), kind="stable")
+        out[idx, -1] = weight * rank / max(1, len(idx) - 1)
+    return out
 
 
 def representativeness(x, group, k: int = 10, threads: int = 0) -> np.ndarray:
@@ -130,6 +154,10 @@ def select(method: str, x, group, budget, selected=None, u=None, p=None, weights
     elif method == "biased_diversity":
         r, un, wts = normalize_per_group(p, group), zeros, (w.bias, 1.0, 0.0)
     else:
+        if method == "rdu" and w.score_axis > 0:
+            if p is None:
+                raise ValueError("rdu with score_axis > 0 needs the model's predicted scores p")
+            x = score_axis_embedding(x, p, group, w.score_axis)
         coverage_k = w.k if w.r_kind == "coverage" else 0
         r = zeros if coverage_k else normalize_per_group(representativeness(x, group, w.k, threads), group)
         if top_u:
