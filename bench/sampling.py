@@ -13,6 +13,9 @@
    hardware. Each source model is trained by the first run that needs it and kept under
    build/sampling_sources/.
    --reference DETAILS adds RDU's ratio to the 100% runs of another invocation (e.g. from scratch).
+4. --methods oracle_top oracle_strata oracle_best (diagnostics, not samplers, never run unless
+   named): picks made with the true latencies, trained like the sampler's last round; how good a
+   model any 10% can give.
 
 Runs are (platform, method, rate, seed): 10% and 100% for every seed first, then the other rates
 seed by seed (the longest runs first within each); --jobs N runs N at once, one spawned process
@@ -373,7 +376,8 @@ def plot(results, path):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform (default: datasets/*/)")
-    p.add_argument("--methods", nargs="+", default=list(METHODS))
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, *ORACLES],
+                   help="samplers to compare (default: all); the oracle_* diagnostics pick with the true latencies")
     p.add_argument("--rates", nargs="+", type=float, default=[0.05, 0.1, 0.2, 0.5, 1.0])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--rounds", type=int, default=3)
