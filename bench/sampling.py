@@ -12,7 +12,8 @@
    every training program. This is the situation the sampler is for, adapting a cost model to new
    hardware. Each source model is trained by the first run that needs it and kept under
    build/sampling_sources/.
-   --reference DETAILS adds RDU's ratio to the 100% runs of another invocation (e.g. from scratch).
+   --reference DETAILS sets RDU run by run against another invocation's runs too: its ratio to their
+   100% runs (e.g. from scratch) and its difference from their sampled runs (e.g. another RDU form).
 4. --methods oracle_top oracle_strata oracle_best (diagnostics, not samplers, never run unless
    named): picks made with the true latencies, trained like the sampler's last round; how good a
    model any 10% can give.
@@ -226,13 +227,23 @@ def stored_runs(detail_path: Path, args) -> dict:
     return found
 
 
-def reference_runs(detail_path: Path) -> dict:
-    """{(platform, seed): run} of the 100% runs stored in another invocation's details file."""
+def reference_runs(detail_path: Path) -> tuple[dict, dict]:
+    """The runs stored in another invocation's details file: ({(platform, seed): run} of its 100%
+    runs, {(platform, "METHOD (reference)", rate, seed): run} of its sampled runs, which paired()
+    then sets rdu against like any other method)."""
     if not detail_path.is_file():
         sys.exit(f"--reference: no such file {detail_path}")
     old = json.loads(detail_path.read_text()).get("accuracy", {})
-    return {(pl, r["seed"]): r for pl, methods in old.items() for by_rate in methods.values()
-            for rate, entry in by_rate.items() if float(rate) >= 1.0 for r in entry["runs"]}
+    full, sampled = {}, {}
+    for pl, methods in old.items():
+        for method, by_rate in methods.items():
+            for rate, entry in by_rate.items():
+                for r in entry["runs"]:
+                    if float(rate) >= 1.0:
+                        full[(pl, r["seed"])] = r
+                    else:
+                        sampled[(pl, f"{method} (reference)", float(rate), r["seed"])] = r
+    return full, sampled
 
 
 def summarise(runs: dict, methods) -> dict:
@@ -281,6 +292,17 @@ def paired(runs: dict, method: str = "rdu", metric: str = "top1", reference: dic
                 entry[name] = {"pairs": len(ratios), "mean_ratio": statistics.mean(ratios),
                                "at_least_97pct": sum(x >= 0.97 for x in ratios)}
         out[str(rate)] = entry
+    return out
+
+
+def ratios_to_full(runs: dict, metric: str) -> dict:
+    """{rate: {method: {pairs, mean_ratio, at_least_97pct}}}: every sampled method's Top-1 over the
+    same (platform, seed)'s 100% run (paired()'s "all" entry, for each method in turn)."""
+    out: dict = {}
+    for m in sorted({m for (_, m, rate, _) in runs if rate < 1.0}):
+        for rate, entry in paired(runs, m, metric).items():
+            if "all" in entry:
+                out.setdefault(rate, {})[m] = entry["all"]
     return out
 
 
@@ -383,7 +405,7 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--epochs", type=int, default=20, help="training epochs per round")
     p.add_argument("--min-steps", type=int, default=200, help="optimizer steps per round at least")
-    p.add_argument("--embedding", choices=["model", "features"], default=None,
+    p.add_argument("--embedding", choices=["model", "features", "both"], default=None,
                    help="what R and D measure distances on, for every method (default: each method's own, "
                    "tcl.sampling.sampler.default_embedding)")
     p.add_argument("--average-last", type=float, default=0.0,
@@ -407,7 +429,8 @@ def main(argv=None):
                    help="every run fine-tunes a model of the previous platform in the list (cyclically), trained on "
                    "all its training programs with the same seed, instead of starting from scratch")
     p.add_argument("--reference", default=None, metavar="DETAILS",
-                   help="another invocation's details JSON: rdu's ratio to its 100%% runs too (e.g. from scratch)")
+                   help="another invocation's details JSON: rdu run by run against its runs too (its 100%% runs, "
+                   "e.g. from scratch, and its sampled runs, e.g. another rdu form)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--speed-sizes", nargs="*", type=int, default=[10_000, 50_000, 100_000])
@@ -493,15 +516,20 @@ def main(argv=None):
         res["pooled_shares"][name] = pooled_shares(data, split_tasks(data.tasks, args.test_fraction, 0)[1])
         print(f"  {name}: " + ", ".join(f"{r['share']:.2f} {r['network']} ({r['programs']} programs)"
                                         for r in res["pooled_shares"][name]))
-    reference = reference_runs(Path(args.reference)) if args.reference else None
-    res["rdu_paired"] = paired(runs, reference=reference)
-    res["rdu_paired_task_top1"] = paired(runs, metric="task_top1", reference=reference)
+    reference, reference_sampled = reference_runs(Path(args.reference)) if args.reference else (None, {})
+    res["rdu_paired"] = paired({**runs, **reference_sampled}, reference=reference)
+    res["rdu_paired_task_top1"] = paired({**runs, **reference_sampled}, metric="task_top1", reference=reference)
+    res["ratio_to_full"] = {metric: ratios_to_full(runs, metric) for metric in METRIC_NAMES}
     if args.warm_start:
         res["warm_start_sources"] = source_of
     write()
     for metric, key in (("top1", "rdu_paired"), ("task_top1", "rdu_paired_task_top1")):
         print_table(res["accuracy"], metric)
         print_paired(res[key], metric)
+        for rate, by_method in res["ratio_to_full"][metric].items():
+            print(f"\nrate {rate}, {METRIC_NAMES[metric]} over the same (platform, seed)'s 100% run:")
+            for m, e in by_method.items():
+                print(f"  {m:<17} {e['mean_ratio']:.3f} on average, >= 97% in {e['at_least_97pct']} of {e['pairs']}")
     if res["accuracy"]:
         plot(res["accuracy"], out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")

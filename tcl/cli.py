@@ -217,9 +217,10 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     s.add_argument("--average-last", type=float, default=0.0,
                    help="each round's model is the mean of its weights over this last fraction of the "
                    "epochs (default 0: the last epoch's weights; 0.5 was worse at 10%%, see the README)")
-    s.add_argument("--embedding", choices=["model", "features"], default=None,
-                   help="what R and D measure distances on: the model's pooled encoder output or the pooled "
-                   "feature rows (default: features for rdu, model for the other methods; see the README)")
+    s.add_argument("--embedding", choices=["model", "features", "both"], default=None,
+                   help="what R and D measure distances on: the model's pooled encoder output, the pooled "
+                   "feature rows, or both side by side (default: features for rdu, model for the other "
+                   "methods; see the README)")
     s.add_argument("--u-kind", choices=["spread", "top"], default=None,
                    help="rdu's Uncertainty: the spread of the MC-dropout scores (plus their mean, with the "
                    "default u_speed 1), or the share of MC-dropout "

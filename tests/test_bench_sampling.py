@@ -149,12 +149,28 @@ def test_paired_compares_rdu_run_by_run_on_the_same_platform_and_seed():
     assert "all_reference" not in p["0.1"]
 
 
-def test_reference_runs_are_the_100_percent_runs_of_another_invocation(tmp_path):
+def test_ratios_to_full_take_every_method_over_the_same_seeds_full_data_run():
+    runs = {("p", "all", 1.0, 0): _run("p", "all", 1.0, 0, 0.8), ("p", "all", 1.0, 1): _run("p", "all", 1.0, 1, 0.5),
+            ("p", "rdu", 0.1, 0): _run("p", "rdu", 0.1, 0, 0.8), ("p", "random", 0.1, 0): _run("p", "random", 0.1, 0, 0.4),
+            ("p", "random", 0.1, 1): _run("p", "random", 0.1, 1, 0.5)}
+    r = sampling.ratios_to_full(runs, "top1")
+    assert set(r) == {"0.1"} and set(r["0.1"]) == {"rdu", "random"}
+    assert r["0.1"]["rdu"] == {"pairs": 1, "mean_ratio": pytest.approx(1.0), "at_least_97pct": 1}
+    assert r["0.1"]["random"]["pairs"] == 2 and r["0.1"]["random"]["mean_ratio"] == pytest.approx(0.75)
+    assert r["0.1"]["random"]["at_least_97pct"] == 1
+
+
+def test_reference_runs_are_the_runs_of_another_invocation(tmp_path):
     runs = {("p", "rdu", 0.1, 0): _run("p", "rdu", 0.1, 0, 0.5), ("p", "all", 1.0, 0): _run("p", "all", 1.0, 0, 0.8),
             ("q", "all", 1.0, 2): _run("q", "all", 1.0, 2, 0.7)}
     path = tmp_path / "scratch_details.json"
     path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", "random"])}))
-    ref = sampling.reference_runs(path)
-    assert set(ref) == {("p", 0), ("q", 2)} and ref[("p", 0)]["top1"] == 0.8
+    full, sampled = sampling.reference_runs(path)
+    assert set(full) == {("p", 0), ("q", 2)} and full[("p", 0)]["top1"] == 0.8
+    assert set(sampled) == {("p", "rdu (reference)", 0.1, 0)} and sampled[("p", "rdu (reference)", 0.1, 0)]["top1"] == 0.5
+    # this invocation's rdu against the reference's rdu, run by run
+    mine = {("p", "rdu", 0.1, 0): _run("p", "rdu", 0.1, 0, 0.7)}
+    pair = sampling.paired({**mine, **sampled})["0.1"]["rdu (reference)"]
+    assert pair["pairs"] == 1 and pair["mean_diff"] == pytest.approx(0.2)
     with pytest.raises(SystemExit, match="no such file"):
         sampling.reference_runs(tmp_path / "missing.json")

@@ -53,7 +53,8 @@ def test_a_start_model_gives_round_0_its_signals_and_every_round_its_weights(dat
 
 
 @pytest.mark.parametrize("method,embedding,on_features", [("rdu", None, True), ("diversity", None, False),
-                                                         ("rdu", "model", False), ("diversity", "features", True)])
+                                                         ("rdu", "model", False), ("diversity", "features", True),
+                                                         ("rdu", "both", True)])
 def test_r_and_d_measure_on_each_methods_default_embedding(data, monkeypatch, method, embedding, on_features):
     from tcl.sampling import sampler
 
@@ -67,6 +68,28 @@ def test_r_and_d_measure_on_each_methods_default_embedding(data, monkeypatch, me
     assert len(calls) == (2 if on_features else 1)
     with pytest.raises(ValueError, match="embedding"):
         run_sampling(data, [0, 1], SamplingConfig(embedding="pixels"), LookupOracle(data.cost), progress=False)
+
+
+def test_both_embeddings_side_by_side_each_at_unit_spread_per_task(data, monkeypatch):
+    from tcl.sampling import sampler
+    from tcl.sampling.strategies import unit_rms_per_group
+
+    seen = []
+    real = sampler.select
+    monkeypatch.setattr(sampler, "select", lambda method, x, group, *a, **k: seen.append((x, group)) or
+                        real(method, x, group, *a, **k))
+    cfg = SamplingConfig(method="rdu", embedding="both", fraction=0.25, rounds=2, epochs=1, mc_samples=4, threads=1)
+    res = run_sampling(data, [0, 1], cfg, LookupOracle(data.cost), progress=False)
+    x, group = seen[1]
+    pool = data.programs_of([0, 1])
+    emb, _ = sampler.model_signals(res.model, data, pool, 1)  # the last model's width is round 1's
+    features = sampler.feature_embedding(data, pool)
+    assert x.shape[1] == emb.shape[1] + features.shape[1]
+    np.testing.assert_allclose(x[:, emb.shape[1]:], unit_rms_per_group(features, group), rtol=1e-5, atol=1e-6)
+    for g in np.unique(group):  # each view: centred, unit RMS distance from the task's mean
+        for view in (x[group == g, :emb.shape[1]], x[group == g, emb.shape[1]:]):
+            assert np.allclose(view.mean(0), 0, atol=1e-4)  # float32 rows
+            assert np.sqrt((view.astype(np.float64) ** 2).sum(1).mean()) == pytest.approx(1, rel=1e-4)
 
 
 def test_labels_come_from_measured_programs_only(data):

@@ -8,8 +8,9 @@ trained on another platform: the situation of adapting a cost model to new hardw
 Every later round trains a cost model on what has been measured so far and uses it for the three
 signals:
 
-- embeddings for R and D: the model's pooled encoder output (`embedding="model"`) or the pooled
-  feature rows (`embedding="features"`); by default (`embedding=None`) each method's measured
+- embeddings for R and D: the model's pooled encoder output (`embedding="model"`), the pooled
+  feature rows (`embedding="features"`), or both side by side, each scaled to unit RMS spread
+  within the task (`embedding="both"`); by default (`embedding=None`) each method's measured
   better one (default_embedding): the feature rows for rdu, whose U already brings the model's
   view, so its three signals look at two views; the model's output for the baselines, whose D
   alone is better in the model's space;
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .strategies import Weights, per_task_budget, select, top_probability
+from .strategies import Weights, per_task_budget, select, top_probability, unit_rms_per_group
 
 
 class LookupOracle:
@@ -55,7 +56,7 @@ class SamplingConfig:
     count: int | None = None  # or programs in total (overrides fraction)
     rounds: int = 3  # the budget is spent evenly over this many rounds
     weights: Weights = field(default_factory=Weights)
-    embedding: str | None = None  # "model", "features", or None: default_embedding(method)
+    embedding: str | None = None  # one of EMBEDDINGS, or None: default_embedding(method)
     mc_samples: int = 16
     epochs: int = 20  # training epochs per round ...
     min_steps: int = 200  # ... but at least this many optimizer steps (small rounds have few batches)
@@ -75,6 +76,9 @@ class SamplingResult:
     rounds: list[dict]  # per round: picks, seconds spent selecting / training
 
 
+EMBEDDINGS = ("model", "features", "both")
+
+
 def default_embedding(method: str) -> str:
     """What R and D measure distances on when not told (bench/sampling.py compared both; README)."""
     return "features" if method == "rdu" else "model"
@@ -86,6 +90,16 @@ def feature_embedding(data, idx) -> np.ndarray:
     mask = (np.arange(seq.shape[1])[None, :] < length[:, None])[..., None]
     pooled = (seq * mask).sum(1) / np.maximum(length, 1)[:, None]
     return np.concatenate([pooled, data.workload[idx]], axis=1).astype(np.float32)
+
+
+def distance_rows(embedding: str, model_embedding, data, pool, group) -> np.ndarray:
+    """The rows R and D measure distances between, for `embedding` (one of EMBEDDINGS)."""
+    if embedding == "model":
+        return model_embedding
+    features = feature_embedding(data, pool)
+    if embedding == "features":
+        return features
+    return np.concatenate([unit_rms_per_group(model_embedding, group), unit_rms_per_group(features, group)], 1)
 
 
 def model_signals(model, data, idx, mc_samples: int, batch: int = 256):
@@ -114,8 +128,8 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
     costs = np.full(len(pool), np.nan)
     model, rounds = config.init_model, []
     embedding = config.embedding or default_embedding(config.method)
-    if embedding not in ("model", "features"):
-        raise ValueError(f"embedding must be 'model' or 'features', not {embedding!r}")
+    if embedding not in EMBEDDINGS:
+        raise ValueError(f"embedding must be one of {', '.join(EMBEDDINGS)}, not {embedding!r}")
     n_rounds = max(1, config.rounds)
     for r in range(n_rounds):
         t0 = time.perf_counter()
@@ -130,7 +144,7 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
                            threads=config.threads or 0)
         else:
             emb, samples = model_signals(model, data, pool, config.mc_samples)
-            x = emb if embedding == "model" else feature_embedding(data, pool)
+            x = distance_rows(embedding, emb, data, pool, group)
             top = config.weights.u_kind == "top"
             q = top_probability(samples, group, config.weights.top_fraction) if top else None
             picks = select(config.method, x, group, budget, selected, u=samples.std(0), p=samples.mean(0),

@@ -90,17 +90,27 @@ def score_axis_embedding(x, p, group, weight: float) -> np.ndarray:
     so that D (and R) also spread the picks along the task's predicted speed: picks spread evenly
     over each task's true latency order gave the best task-mean Top-1 of any 10% tried
     (bench/sampling.py's oracle_strata diagnostic, README)."""
-    x = np.asarray(x, np.float32)
     p = np.asarray(p, np.float64)
     group = np.asarray(group)
-    out = np.empty((len(x), x.shape[1] + 1), np.float32)
+    out = np.concatenate([unit_rms_per_group(x, group), np.empty((len(p), 1), np.float32)], axis=1)
+    for g in np.unique(group):
+        idx = np.nonzero(group == g)[0]
+        rank = np.argsort(np.argsort(p[idx], kind="stable"), kind="stable")
+        out[idx, -1] = weight * rank / max(1, len(idx) - 1)
+    return out
+
+
+def unit_rms_per_group(x, group) -> np.ndarray:
+    """Rows of x centred on their group's mean and scaled to unit RMS distance from it, so that
+    coordinates appended or concatenated beside them weigh the same in every task."""
+    x = np.asarray(x, np.float32)
+    group = np.asarray(group)
+    out = np.empty_like(x)
     for g in np.unique(group):
         idx = np.nonzero(group == g)[0]
         centred = x[idx] - x[idx].mean(0)
         radius = float(np.sqrt((centred.astype(np.float64) ** 2).sum(1).mean()))
-        out[idx, :-1] = centred / radius if radius > 0 else centred
-        rank = np.argsort(np.argsort(p[idx], kind="stable"), kind="stable")
-        out[idx, -1] = weight * rank / max(1, len(idx) - 1)
+        out[idx] = centred / radius if radius > 0 else centred
     return out
 
 
