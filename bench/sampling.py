@@ -47,7 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.sampling import reference  # noqa: E402
-from tcl.sampling.sampler import LookupOracle, SamplingConfig, default_embedding, run_sampling  # noqa: E402
+from tcl.sampling.sampler import (LookupOracle, SamplingConfig, default_embedding, run_sampling,  # noqa: E402
+                                  sampling_pool, train_on_measured)
 from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select  # noqa: E402
 from tcl.train import ProgramData, load_checkpoint, save_checkpoint, score_tasks, split_tasks, task_key, train  # noqa: E402
 
@@ -106,14 +107,14 @@ def run_one(path, method, rate, seed, args, source=None) -> dict:
         raise SystemExit(f"{path}: no held-out tasks (give --test-fraction)")
     init = source_model(source, seed, args) if source else None
     t0 = time.perf_counter()
+    cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
+                         min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding,
+                         average_last=args.average_last, weights=rdu_weights(args), init_model=init)
     if rate >= 1.0:
         model = train_all(path, seed, args, init)
     elif method in ORACLES:
-        model = train_on_oracle_picks(data, pool_ids, method, rate, seed, args, init)
+        model = train_on_oracle_picks(data, pool_ids, method, cfg)
     else:
-        cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
-                             min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding,
-                             average_last=args.average_last, weights=rdu_weights(args), init_model=init)
         model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
     scores = score_tasks(model, data, test_ids)
     pooled = scores["pooled"]
@@ -131,9 +132,9 @@ ORACLES = ("oracle_top", "oracle_strata", "oracle_best")
 def oracle_picks(cost, group, budget, kind: str, rng) -> np.ndarray:
     picks = []
     for g, b in enumerate(budget):
-        cand = np.nonzero(group == g)[0]
         if b == 0:
             continue
+        cand = np.nonzero(group == g)[0]
         by_speed = cand[np.argsort(cost[cand], kind="stable")]
         if kind == "oracle_top":
             picks.append(by_speed[:b])
@@ -145,18 +146,13 @@ def oracle_picks(cost, group, budget, kind: str, rng) -> np.ndarray:
     return np.concatenate(picks).astype(np.int64)
 
 
-def train_on_oracle_picks(data, pool_ids, kind, rate, seed, args, init=None):
-    """The sampler's last round (a model trained on every pick, with the same settings and seed)
+def train_on_oracle_picks(data, pool_ids, kind, cfg: SamplingConfig):
+    """The sampler's last round (tcl.sampling.sampler.train_on_measured, same settings and seed)
     on picks made by `kind` with the true latencies."""
-    pool = data.programs_of(pool_ids)
-    group = np.searchsorted(np.asarray(sorted(pool_ids)), data.task[pool]).astype(np.int32)
-    budget = per_task_budget(group, fraction=rate)
-    picks = pool[oracle_picks(data.cost[pool], group, budget, kind, np.random.default_rng(seed))]
-    sub = data.measured(picks, data.cost[picks])
-    model, _ = train(sub, sorted({int(t) for t in sub.task}), (), epochs=args.epochs, seed=seed + args.rounds - 1,
-                     threads=args.threads, progress=False, min_steps=args.min_steps,
-                     average_last=args.average_last, init=init)
-    return model
+    pool, group = sampling_pool(data, pool_ids)
+    budget = per_task_budget(group, fraction=cfg.fraction)
+    picks = pool[oracle_picks(data.cost[pool], group, budget, kind, np.random.default_rng(cfg.seed))]
+    return train_on_measured(data, picks, data.cost[picks], cfg, cfg.rounds - 1, progress=False)
 
 
 def rdu_weights(args) -> Weights:

@@ -115,13 +115,30 @@ def model_signals(model, data, idx, mc_samples: int, batch: int = 256):
     return np.concatenate(emb), np.concatenate(samples, axis=1)
 
 
-def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool = True) -> SamplingResult:
-    """Samples the programs of `task_ids` (tasks of `data`, a tcl.train.ProgramData)."""
+def sampling_pool(data, task_ids) -> tuple[np.ndarray, np.ndarray]:
+    """(every program of `task_ids`, its task numbered 0.. in sorted task-id order): the groups
+    budgets and normalisation are per."""
+    pool = data.programs_of(task_ids)
+    return pool, np.searchsorted(np.asarray(sorted(task_ids)), data.task[pool]).astype(np.int32)
+
+
+def train_on_measured(data, idx, costs, config: SamplingConfig, round_index: int, progress: bool = True):
+    """A round's model: trained on the programs idx with their measured latencies (labels from
+    those alone), fine-tuning config.init_model if given."""
     from ..train import train
 
+    sub = data.measured(idx, costs)
+    model, _ = train(sub, sorted({int(t) for t in sub.task}), (), arch=config.arch, model_config=config.model_config,
+                     epochs=config.epochs, seed=config.seed + round_index, threads=config.threads,
+                     progress=progress, min_steps=config.min_steps, average_last=config.average_last,
+                     init=config.init_model)
+    return model
+
+
+def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool = True) -> SamplingResult:
+    """Samples the programs of `task_ids` (tasks of `data`, a tcl.train.ProgramData)."""
     rng = np.random.default_rng(config.seed)
-    pool = data.programs_of(task_ids)
-    group = np.searchsorted(np.asarray(sorted(task_ids)), data.task[pool]).astype(np.int32)
+    pool, group = sampling_pool(data, task_ids)
     total = per_task_budget(group, None if config.count is not None else config.fraction, config.count)
     selected = np.zeros(len(pool), bool)
     picked_order: list[np.ndarray] = []
@@ -154,12 +171,7 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
         selected[picks] = True
         picked_order.append(picks)
         t1 = time.perf_counter()
-        sub = data.measured(pool[selected], costs[selected])
-        ids = sorted({int(t) for t in sub.task})
-        model, _ = train(sub, ids, (), arch=config.arch, model_config=config.model_config,
-                         epochs=config.epochs, seed=config.seed + r, threads=config.threads,
-                         progress=progress, min_steps=config.min_steps, average_last=config.average_last,
-                         init=config.init_model)
+        model = train_on_measured(data, pool[selected], costs[selected], config, r, progress)
         rounds.append({"round": r, "picked": int(len(picks)), "measured": int(selected.sum()),
                        "select_seconds": t_select, "train_seconds": time.perf_counter() - t1})
     order = np.concatenate(picked_order) if picked_order else np.zeros(0, np.int64)
