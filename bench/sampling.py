@@ -17,6 +17,10 @@
 4. --methods oracle_top oracle_strata oracle_best (diagnostics, not samplers, never run unless
    named): picks made with the true latencies, trained like the sampler's last round; how good a
    model any 10% can give.
+5. Every sampled run also records where its picks lie on each task's true latency order
+   (pick_coverage: the largest gap between neighbouring picks in rank quantile, and how close the
+   best pick is to the task's best), printed per method: what the oracles get right that a
+   sampler may not.
 
 Runs are (platform, method, rate, seed): 10% and 100% for every seed first, then the other rates
 seed by seed (the longest runs first within each); --jobs N runs N at once, one spawned process
@@ -110,16 +114,23 @@ def run_one(path, method, rate, seed, args, source=None) -> dict:
     cfg = SamplingConfig(method=method, fraction=rate, rounds=args.rounds, epochs=args.epochs,
                          min_steps=args.min_steps, seed=seed, threads=args.threads, embedding=args.embedding,
                          average_last=args.average_last, weights=rdu_weights(args), init_model=init)
+    picks = None
     if rate >= 1.0:
         model = train_all(path, seed, args, init)
     elif method in ORACLES:
-        model = train_on_oracle_picks(data, pool_ids, method, cfg)
+        model, picks = train_on_oracle_picks(data, pool_ids, method, cfg)
     else:
-        model = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False).model
+        result = run_sampling(data, pool_ids, cfg, LookupOracle(data.cost), progress=False)
+        model, picks = result.model, result.selected
     scores = score_tasks(model, data, test_ids)
     pooled = scores["pooled"]
+    coverage = {}
+    if picks is not None:
+        pool, group = sampling_pool(data, pool_ids)
+        coverage = pick_coverage(data.cost[pool], group, np.isin(pool, picks))
     return {"platform": Path(path).name, "method": method, "rate": rate, "seed": seed, "top1": pooled["top1"],
-            "top5": pooled["top5"], **task_means(scores["tasks"]), "seconds": time.perf_counter() - t0}
+            "top5": pooled["top5"], **task_means(scores["tasks"]), **coverage,
+            "seconds": time.perf_counter() - t0}
 
 
 # Diagnostics, not samplers: they pick with the latencies a sampler cannot know, to ask how good a
@@ -152,7 +163,25 @@ def train_on_oracle_picks(data, pool_ids, kind, cfg: SamplingConfig):
     pool, group = sampling_pool(data, pool_ids)
     budget = per_task_budget(group, fraction=cfg.fraction)
     picks = pool[oracle_picks(data.cost[pool], group, budget, kind, np.random.default_rng(cfg.seed))]
-    return train_on_measured(data, picks, data.cost[picks], cfg, cfg.rounds - 1, progress=False)
+    return train_on_measured(data, picks, data.cost[picks], cfg, cfg.rounds - 1, progress=False), picks
+
+
+def pick_coverage(cost, group, picked) -> dict:
+    """How a run's picks lie along each task's true latency order, the thing oracle_strata gets
+    right: over the tasks with two or more programs, the mean of the largest gap between
+    neighbouring picks in latency-rank quantile (the fastest program at 0 and the slowest at 1 count
+    as ends; evenly spaced picks leave about 1 / picks, random ones wider gaps) and of
+    best_found = the task's best latency / the best picked one (1 when its fastest is picked)."""
+    gaps, found = [], []
+    for g in np.unique(group):
+        idx = np.nonzero(group == g)[0]
+        if len(idx) < 2 or not picked[idx].any():
+            continue
+        order = idx[np.argsort(cost[idx], kind="stable")]
+        ranks = np.nonzero(picked[order])[0]
+        gaps.append(np.diff(np.concatenate([[0.0], ranks / (len(order) - 1), [1.0]])).max())
+        found.append(cost[order[0]] / cost[order[ranks[0]]])
+    return {"largest_rank_gap": float(np.mean(gaps)), "best_found": float(np.mean(found))}
 
 
 def rdu_weights(args) -> Weights:
@@ -177,6 +206,8 @@ SAME_RUN = ("rounds", "epochs", "test_fraction", "average_last", "warm_start")
 # embedding only where the picks read it (random picks at random, uncertainty ranks by U alone)
 SAME_SAMPLED_RUN = ("min_steps",)
 EMBEDDING_FREE = ("random", "uncertainty", *ORACLES)
+# besides rdu, the methods whose picks read R: rd, and those whose round 0 (no model yet) picks as rd
+ROUND0_RD = ("rd", "biased_diversity", "uncertainty")
 # ... and those only the rdu runs must share
 SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind", "r_kind", "score_axis")
 # runs stored before a setting was added ran with this value of it
@@ -185,6 +216,8 @@ SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0, "u_speed": 0.0, "rdu_weight
                                "score_axis": 0.0}
 # what a run measures; runs stored before the task mean existed lack it and are run again when asked for
 RUN_FIELDS = ("top1", "top5", "task_top1", "task_top5")
+# where the sampled runs' picks lie on the true latency order (pick_coverage); older runs lack it
+COVERAGE_FIELDS = ("largest_rank_gap", "best_found")
 
 
 def complete(run: dict) -> bool:
@@ -206,7 +239,8 @@ def stored_runs(detail_path: Path, args) -> dict:
     def same_embedding(method):  # None: each method's default_embedding
         return (settings.get("embedding") or default_embedding(method)) == (args.embedding or default_embedding(method))
     same_rdu = all(settings.get(k) == getattr(args, k) for k in SAME_RDU_RUN)
-    # rd is rdu without U: its R's kind and the R and D weights are rdu's
+    # rd is rdu without U: its R's kind and the R and D weights are rdu's; biased_diversity and
+    # uncertainty make their round-0 picks (no model yet) as rd does
     same_r = settings["r_kind"] == args.r_kind and settings["rdu_weights"][:2] == args.rdu_weights[:2]
     found = {}
     for platform, methods in old.get("accuracy", {}).items():
@@ -214,7 +248,7 @@ def stored_runs(detail_path: Path, args) -> dict:
             for rate, entry in by_rate.items():
                 if float(rate) < 1.0 and (not same_sampled or (method == "rdu" and not same_rdu)
                                           or (method not in EMBEDDING_FREE and not same_embedding(method))
-                                          or (method == "rd" and not same_r)):
+                                          or (method in ROUND0_RD and not same_r)):
                     continue
                 for r in entry["runs"]:
                     m = "all" if float(rate) >= 1.0 else method
@@ -255,7 +289,11 @@ def summarise(runs: dict, methods) -> dict:
             entry[f] = statistics.mean(v) if v else None
             if f.endswith("top1"):
                 entry[f + "_std"] = statistics.pstdev(v) if v else None
-        entry["runs"] = [{k: r[k] for k in ("seed", *RUN_FIELDS, "seconds") if k in r} for r in rs]
+        for f in COVERAGE_FIELDS:
+            v = [r[f] for r in rs if f in r]
+            if v:
+                entry[f] = statistics.mean(v)
+        entry["runs"] = [{k: r[k] for k in ("seed", *RUN_FIELDS, *COVERAGE_FIELDS, "seconds") if k in r} for r in rs]
         for m in (methods if method == "all" else [method]):  # 100% of the data is the same for every method
             out.setdefault(platform, {}).setdefault(m, {})[str(rate)] = entry
     return out
@@ -369,6 +407,19 @@ def print_paired(pairs, metric: str = "top1"):
                 print(f"  vs {m:<17} ahead in {e['ahead']} of {e['pairs']}, mean difference {e['mean_diff']:+.3f}{se}")
 
 
+def print_coverage(results):
+    """pick_coverage's means, for the sampled runs that recorded it."""
+    rows = [(pl, m, rate, e) for pl, methods in results.items() for m, by_rate in methods.items()
+            for rate, e in by_rate.items() if "largest_rank_gap" in e and float(rate) < 1.0]
+    if rows:
+        print("\nwhere the picks lie on each task's true latency order (mean over tasks, then runs): "
+              "largest gap between neighbouring picks in rank quantile; best latency / best picked")
+    for pl, m, rate, e in rows:
+        n = sum("largest_rank_gap" in r for r in e["runs"])
+        print(f"  {pl:<12} {m:<17} rate {rate:<5} gap {e['largest_rank_gap']:.3f}   best found "
+              f"{e['best_found']:.3f}   ({n} runs)")
+
+
 def plot(results, path):
     import matplotlib
 
@@ -389,6 +440,16 @@ def plot(results, path):
             ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def runs_to_do(platforms, args, runs: dict) -> list[tuple]:
+    """(platform, method, rate, seed) of the grid not stored with every metric, or named by --rerun;
+    the rates the question is about (10% against 100%) for every seed first, then seed-major, so a
+    stopped grid has already answered it."""
+    todo = [(name, "all" if rate >= 1.0 else m, rate, seed) for seed in args.seeds for rate in args.rates
+            for name in platforms for m in (["all"] if rate >= 1.0 else args.methods)]
+    return sorted((t for t in todo if t not in runs or not complete(runs[t]) or t[1] in args.rerun),
+                  key=lambda t: (t[2] not in (0.1, 1.0), t[3], -t[2]))
 
 
 def main(argv=None):
@@ -434,6 +495,10 @@ def main(argv=None):
     p.add_argument("--dim", type=int, default=128, help="embedding width (the model's d_model)")
     p.add_argument("--jobs", type=int, default=1, help="runs at once, one process each")
     p.add_argument("--fresh", action="store_true", help="ignore the runs stored in the details file")
+    p.add_argument("--rerun", nargs="+", default=[], metavar="METHOD",
+                   help="run these methods again at the given rates and seeds even where stored (a "
+                        "details file keeps one set of settings, so runs made under earlier code stay "
+                        "until rerun)")
     p.add_argument("--report-only", action="store_true",
                    help="train nothing: summarise the stored runs (and measure the speed part)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "sampling.json"))
@@ -450,14 +515,7 @@ def main(argv=None):
         sys.exit("--warm-start needs two or more platforms (each starts from the one before it)")
     order = list(names)
     source_of = {name: order[i - 1] for i, name in enumerate(order)} if args.warm_start else {}
-    # the rates the question is about (10% against 100%) for every seed first, then seed-major,
-    # so a stopped grid has already answered it
-    todo = [(name, "all" if rate >= 1.0 else m, rate, seed) for seed in args.seeds for rate in args.rates
-            for name in names for m in (["all"] if rate >= 1.0 else args.methods)]
-    todo = sorted((t for t in todo if t not in runs or not complete(runs[t])),
-                  key=lambda t: (t[2] not in (0.1, 1.0), t[3], -t[2]))
-    if args.report_only:
-        todo = []
+    todo = [] if args.report_only else runs_to_do(names, args, runs)
     print(f"accuracy: {len(todo)} runs to do ({sum(map(complete, runs.values()))} stored with every metric), "
           f"{args.jobs} at once")
     res = {"load_average_before": os.getloadavg()}
@@ -526,6 +584,7 @@ def main(argv=None):
             print(f"\nrate {rate}, {METRIC_NAMES[metric]} over the same (platform, seed)'s 100% run:")
             for m, e in by_method.items():
                 print(f"  {m:<17} {e['mean_ratio']:.3f} on average, >= 97% in {e['at_least_97pct']} of {e['pairs']}")
+    print_coverage(res["accuracy"])
     if res["accuracy"]:
         plot(res["accuracy"], out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")

@@ -56,20 +56,23 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [0.0, 1.0, 1.0]}))) == {
         ("p", "all", 1.0, 0)}
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "score_axis": 4.0}))) == {("p", "all", 1.0, 0)}
-    # R's kind and the R, D weights are shared by rdu and rd (rdu without U), and by no other method
-    runs[("p", "rd", 0.1, 0)] = _run("p", "rd", 0.1, 0, 0.4)
-    runs[("p", "random", 0.1, 0)] = _run("p", "random", 0.1, 0, 0.3)
-    path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", "rd", "random"]), "settings": older}))
-    kept = {("p", "all", 1.0, 0), ("p", "random", 0.1, 0)}
+    # R's kind and the R, D weights are shared by rdu and rd (rdu without U), and by the methods whose
+    # round-0 picks (no model yet) are rd's: biased_diversity and uncertainty
+    reading_r = {("p", m, 0.1, 0) for m in ("rd", "biased_diversity", "uncertainty")}
+    for i, m in enumerate(("rd", "random", "diversity", "biased_diversity", "uncertainty")):
+        runs[("p", m, 0.1, 0)] = _run("p", m, 0.1, 0, 0.1 + 0.1 * i)
+    path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", *sampling.METHODS]), "settings": older}))
+    kept = {("p", "all", 1.0, 0), ("p", "random", 0.1, 0), ("p", "diversity", 0.1, 0)}
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "r_kind": "coverage"}))) == kept
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [0.5, 1.0, 1.0]}))) == kept
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [1.0, 1.0, 0.5]}))) == {
-        *kept, ("p", "rd", 0.1, 0)}
+        *kept, *reading_r}
     # sampler-only settings keep the 100% runs; the embedding keeps the runs whose picks never read it
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "min_steps": 100}))) == {("p", "all", 1.0, 0)}
-    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "embedding": "features"}))) == kept
-    # no embedding given: each method's default (features for rdu, the model's for rd) is compared
-    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "embedding": None}))) == {*kept, ("p", "rd", 0.1, 0)}
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "embedding": "features"}))) == {
+        ("p", "all", 1.0, 0), ("p", "random", 0.1, 0), ("p", "uncertainty", 0.1, 0)}
+    # no embedding given: each method's default (features for rdu, the model's for the others) is compared
+    assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "embedding": None}))) == {*kept, *reading_r}
 
 
 @pytest.mark.parametrize("kind", sampling.ORACLES)
@@ -174,3 +177,51 @@ def test_reference_runs_are_the_runs_of_another_invocation(tmp_path):
     assert pair["pairs"] == 1 and pair["mean_diff"] == pytest.approx(0.2)
     with pytest.raises(SystemExit, match="no such file"):
         sampling.reference_runs(tmp_path / "missing.json")
+
+
+def test_pick_coverage_measures_gaps_along_each_tasks_latency_order():
+    # task 0: latencies 1..5 (in scrambled order), picks at ranks 0 and 2 -> gaps 0, 0.5, 0.5
+    # task 1: latencies 10, 20, 40, only the slowest picked -> gap 1, best found 10 / 40
+    # task 2: one program, left out
+    cost = np.array([3.0, 1.0, 5.0, 2.0, 4.0, 40.0, 10.0, 20.0, 7.0])
+    group = np.array([0, 0, 0, 0, 0, 1, 1, 1, 2], np.int32)
+    picked = np.array([True, True, False, False, False, True, False, False, True])
+    c = sampling.pick_coverage(cost, group, picked)
+    assert c["largest_rank_gap"] == pytest.approx((0.5 + 1.0) / 2)
+    assert c["best_found"] == pytest.approx((1.0 + 10 / 40) / 2)
+    # every program of a task picked: no gap wider than one rank step
+    assert sampling.pick_coverage(cost[:5], group[:5], np.ones(5, bool))["largest_rank_gap"] == pytest.approx(0.25)
+
+
+def test_summary_keeps_pick_coverage_where_runs_recorded_it():
+    runs = {("p", "rdu", 0.1, 0): {**_run("p", "rdu", 0.1, 0, 0.5), "largest_rank_gap": 0.2, "best_found": 0.9},
+            ("p", "rdu", 0.1, 1): _run("p", "rdu", 0.1, 1, 0.7)}
+    s = sampling.summarise(runs, ["rdu"])["p"]["rdu"]["0.1"]
+    assert s["largest_rank_gap"] == pytest.approx(0.2) and s["best_found"] == pytest.approx(0.9)
+    assert s["runs"][0]["largest_rank_gap"] == 0.2 and "largest_rank_gap" not in s["runs"][1]
+
+
+@pytest.mark.parametrize("method", ["rdu", "oracle_strata"])
+def test_a_sampled_run_records_where_its_picks_lie(method):
+    pytest.importorskip("torch")
+    from test_features import MS_FIXTURE
+
+    args = Namespace(**{**SETTINGS, "rounds": 2, "epochs": 1, "min_steps": 2, "embedding": None,
+                        "test_fraction": 0.5, "threads": 1})
+    run = sampling.run_one(str(MS_FIXTURE), method, 0.25, 0, args)
+    assert 0 < run["largest_rank_gap"] <= 1 and 0 < run["best_found"] <= 1
+    if method == "oracle_strata":  # it picks each task's fastest
+        assert run["best_found"] == pytest.approx(1.0)
+    assert "largest_rank_gap" not in sampling.run_one(str(MS_FIXTURE), "all", 1.0, 0, args)
+
+
+def test_runs_to_do_skip_stored_runs_unless_rerun():
+    runs = {("p", "rdu", 0.1, 0): _run("p", "rdu", 0.1, 0, 0.5), ("p", "all", 1.0, 0): _run("p", "all", 1.0, 0, 0.8),
+            ("p", "random", 0.1, 0): _run("p", "random", 0.1, 0, 0.3)}
+    args = Namespace(seeds=[0, 1], rates=[0.2, 0.1, 1.0], methods=["rdu", "random"], rerun=[])
+    todo = sampling.runs_to_do(["p"], args, runs)
+    # 10% and 100% of every seed first (the longest runs first), then the other rates seed by seed
+    assert todo == [("p", "all", 1.0, 1), ("p", "rdu", 0.1, 1), ("p", "random", 0.1, 1),
+                    ("p", "rdu", 0.2, 0), ("p", "random", 0.2, 0), ("p", "rdu", 0.2, 1), ("p", "random", 0.2, 1)]
+    args = Namespace(seeds=[0], rates=[0.1], methods=["rdu", "random"], rerun=["random"])
+    assert sampling.runs_to_do(["p"], args, runs) == [("p", "random", 0.1, 0)]
