@@ -51,8 +51,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.sampling import reference  # noqa: E402
-from tcl.sampling.sampler import (LookupOracle, SamplingConfig, default_embedding, run_sampling,  # noqa: E402
-                                  sampling_pool, train_on_measured)
+from tcl.sampling.sampler import (LookupOracle, SamplingConfig, default_embedding, round0_method,  # noqa: E402
+                                  run_sampling, sampling_pool, train_on_measured)
 from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select  # noqa: E402
 from tcl.train import ProgramData, load_checkpoint, save_checkpoint, score_tasks, split_tasks, task_key, train  # noqa: E402
 
@@ -206,8 +206,9 @@ SAME_RUN = ("rounds", "epochs", "test_fraction", "average_last", "warm_start")
 # embedding only where the picks read it (random picks at random, uncertainty ranks by U alone)
 SAME_SAMPLED_RUN = ("min_steps",)
 EMBEDDING_FREE = ("random", "uncertainty", *ORACLES)
-# besides rdu, the methods whose picks read R: rd, and those whose round 0 (no model yet) picks as rd
-ROUND0_RD = ("rd", "biased_diversity", "uncertainty")
+# besides rdu (SAME_RDU_RUN), the methods whose picks read R: rd, and those whose round 0 (no model
+# yet) picks as rd
+ROUND0_RD = tuple(m for m in METHODS if m != "rdu" and round0_method(m) == "rd")
 # ... and those only the rdu runs must share
 SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind", "r_kind", "score_axis")
 # runs stored before a setting was added ran with this value of it

@@ -84,6 +84,13 @@ def default_embedding(method: str) -> str:
     return "features" if method == "rdu" else "model"
 
 
+def round0_method(method: str) -> str:
+    """How `method` picks with no model yet (round 0 without init_model): random and diversity as
+    themselves, every other method as rd (R + D on the feature rows), since they need the model's
+    scores."""
+    return method if method in ("random", "diversity") else "rd"
+
+
 def feature_embedding(data, idx) -> np.ndarray:
     """Pooled feature rows of programs idx: mean of the valid rows, plus the workload descriptor."""
     seq, length = data.seq[idx], data.length[idx]
@@ -156,8 +163,7 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
         budget = np.maximum(want - have, 0)
         if model is None or config.method == "random":
             x = feature_embedding(data, pool)
-            method = config.method if config.method in ("random", "diversity") else "rd"
-            picks = select(method, x, group, budget, selected, weights=config.weights, rng=rng,
+            picks = select(round0_method(config.method), x, group, budget, selected, weights=config.weights, rng=rng,
                            threads=config.threads or 0)
         else:
             emb, samples = model_signals(model, data, pool, config.mc_samples)
