@@ -22,6 +22,7 @@ import json
 import statistics
 import time
 from pathlib import Path
+from tcl.atomic import write_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,7 +105,7 @@ def main(argv=None):
         print(f"{r['n_layer']:>7}{r['d_state']:>8}{r['seed']:>5}{r['size_mb']:>9.3f}{r['top1']:>8.4f}"
               f"{r['top5']:>8.4f}{r['train_seconds']:>9.1f}", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"dataset": settings["dataset"], "settings": settings,
+        write_text(out, json.dumps({"dataset": settings["dataset"], "settings": settings,
                                    "results": {k: summarise(runs[k]) for k in grid_order(runs)}}, indent=1) + "\n")
 
     if args.jobs > 1:

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 import tcl  # noqa: E402
 from tcl.metrics import evaluate_predictions  # noqa: E402
 from tcl.train import LR_SCHEDULES, ProgramData, predict, split_tasks, task_key, train_validated  # noqa: E402
+from tcl.atomic import save_figure, write_text  # noqa: E402
 
 
 def _score(data, test_ids, scores_by_program) -> dict:
@@ -122,7 +123,7 @@ def plot(results, path):
         ax.set_title(platform)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
 
 
 def write(out, detail_path, summary, details, args):
@@ -134,8 +135,8 @@ def write(out, detail_path, summary, details, args):
         old.setdefault(platform, {}).update(models)
         old_details.setdefault(platform, {}).update(details[platform])
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(old, indent=1) + "\n")
-    detail_path.write_text(json.dumps({"platforms": old_details, "settings": vars(args)}, indent=1,
+    write_text(out, json.dumps(old, indent=1) + "\n")
+    write_text(detail_path, json.dumps({"platforms": old_details, "settings": vars(args)}, indent=1,
                                       default=str) + "\n")
     return old_details
 

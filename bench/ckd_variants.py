@@ -36,6 +36,7 @@ from tcl.ckd import (ActiveColumn, CKDConfig, compress, first_platform, load_kb,
                      save_kb)
 from tcl.metrics import spearman  # noqa: E402
 from tcl.train import ProgramData, score_tasks, split_tasks  # noqa: E402
+from tcl.atomic import write_text  # noqa: E402
 
 DEFAULT_VARIANTS = "keep_old=0;keep_old=1,hardware_lr=1;keep_old=1"
 
@@ -167,7 +168,7 @@ def main(argv=None):
               f"forgetting {row['forgetting']:+.4f}, descriptor Spearman {row['descriptor_spearman']:.3f}, "
               f"old-descriptor agreement {row['old_agreement_train']:.3f} training / {row['old_agreement_test']:.3f} "
               "held-out tasks", flush=True)
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")  # after each variant
+        write_text(Path(args.out), json.dumps(result, indent=1) + "\n")  # after each variant
     print(f"-> {args.out}")
 
 

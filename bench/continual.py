@@ -42,6 +42,7 @@ import torch.nn as nn
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
+from tcl.atomic import save_figure, write_text  # noqa: E402
 from tcl.ckd import (  # noqa: E402
     CKDConfig,
     OnlineEWC,
@@ -358,8 +359,8 @@ def main(argv=None):
         summary = {k: {m: {f: r[f] for f in ("avg_top1", "forgetting", "size_mb")} for m, r in v.items()}
                    for k, v in details.items()}
         # written after every order, so a long run keeps what it finished
-        out.write_text(json.dumps(summary, indent=1) + "\n")
-        detail_path.write_text(json.dumps({"orders": details, "cross_platform_start": starts,
+        write_text(out, json.dumps(summary, indent=1) + "\n")
+        write_text(detail_path, json.dumps({"orders": details, "cross_platform_start": starts,
                                            "method_settings": method_settings}, indent=1) + "\n")
         plot(details, starts, out.with_suffix(".png"))
 
@@ -428,7 +429,7 @@ def mean_over_seeds(paths, out) -> dict:
     for m, e in both.items():
         print(f"[both orders] {m:<9} minus_joint {e['mean']:+.4f}" + (f" +- {e['stderr']:.4f}" if e["stderr"] else "")
               + f" (n {e['n']})")
-    Path(out).write_text(json.dumps({"runs": list(map(str, paths)), "orders": summary,
+    write_text(Path(out), json.dumps({"runs": list(map(str, paths)), "orders": summary,
                                      "minus_joint_both_orders": both}, indent=1) + "\n")
     print(f"-> {out}")
     return summary
@@ -473,7 +474,7 @@ def plot(details, starts, path):
         row[0].set_ylabel(order, fontsize=7)
     fig.suptitle("pooled held-out Top-1 after each stage (rows) on each platform (columns)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import numpy as np  # noqa: E402
 
 import tcl  # noqa: E402
+from tcl.atomic import write_text  # noqa: E402
 
 
 def timed(fn, repeats):
@@ -146,7 +147,7 @@ def main(argv=None):
             r = v["perstore_us_per_candidate"] / v["tcl_us_per_candidate"]
             print(f"  {name:<28}{v['tcl_us_per_candidate']:>8.1f}{v['perstore_us_per_candidate']:>17.1f}{r:>7.1f}x")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+    write_text(Path(args.out), json.dumps(res, indent=2) + "\n")
     print(f"load average before/after: {res['load_average_before'][0]:.2f} / {res['load_average_after'][0]:.2f}")
     print(f"-> {args.out}")
 

@@ -28,6 +28,7 @@ import torch
 import tcl.model.mamba as mamba_mod
 from tcl.export import example_inputs
 from tcl.model import CostModelConfig, MambaCostModel, lambda_rank_loss
+from tcl.atomic import write_text  # noqa: E402
 
 
 def set_fast_path(model, fast: bool):
@@ -146,7 +147,7 @@ def main():
     print(f"speedup (plain / fused): {res['speedup']:.2f}x; max |score diff| {max_diff:.3g}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=1) + "\n")
+    write_text(out, json.dumps(res, indent=1) + "\n")
     print(f"wrote {out}")
 
 

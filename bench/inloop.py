@@ -27,6 +27,7 @@ from pathlib import Path
 os.environ.setdefault("TVM_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from tcl.atomic import write_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,7 +127,7 @@ def main(argv=None):
               f"{res['xgb_us_per_candidate'] / res[f'{k}_us_per_candidate']:5.1f}x cheaper than xgb")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=1) + "\n")
+    write_text(out, json.dumps(res, indent=1) + "\n")
     print(f"-> {out}")
 
 

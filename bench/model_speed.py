@@ -22,6 +22,7 @@ import torch
 
 from tcl.export import INPUT_NAMES, example_inputs, export_onnx
 from tcl.model import CostModelConfig, MambaCostModel, lambda_rank_loss
+from tcl.atomic import write_text  # noqa: E402
 
 def best_of(fn, repeats):
     fn()  # warm-up
@@ -112,7 +113,7 @@ def main():
                              onnx=_version("onnx"), python=platform.python_version()),
                date=time.strftime("%Y-%m-%d"))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    write_text(Path(args.out), json.dumps(out, indent=1) + "\n")
     print("wrote", args.out)
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from tcl.metrics import spearman
+from tcl.atomic import write_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,7 +109,7 @@ def main(argv=None):
         if w["tasks"]:
             print(f"  pooled Top-1 of its {w['tasks']} held-out tasks: largest shares "
                   f"{', '.join(f'{x:.3f}' for x in w['largest_shares'])}; {w['tasks_for_90_percent']} tasks carry 90%")
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    write_text(Path(args.out), json.dumps(result, indent=1) + "\n")
     print(f"-> {args.out}")
 
 

@@ -55,6 +55,7 @@ from tcl.sampling.sampler import (LookupOracle, SamplingConfig, default_embeddin
                                   run_sampling, sampling_pool, train_on_measured)
 from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select  # noqa: E402
 from tcl.train import ProgramData, load_checkpoint, save_checkpoint, score_tasks, split_tasks, task_key, train  # noqa: E402
+from tcl.atomic import save_figure, write_text  # noqa: E402
 
 
 _DATA: dict = {}  # per process: each platform's data is featurized once
@@ -440,7 +441,7 @@ def plot(results, path):
             ax.set_title(platform)
             ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
 
 
 def runs_to_do(platforms, args, runs: dict) -> list[tuple]:
@@ -533,8 +534,8 @@ def main(argv=None):
         summary = {pl: {m: {r: v["top1"] for r, v in by_rate.items()} for m, by_rate in ms.items()}
                    for pl, ms in res["accuracy"].items()}
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(summary, indent=1) + "\n")
-        detail_path.write_text(json.dumps(res, indent=1) + "\n")
+        write_text(out, json.dumps(summary, indent=1) + "\n")
+        write_text(detail_path, json.dumps(res, indent=1) + "\n")
         return summary
 
     def record(r):

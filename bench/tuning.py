@@ -31,6 +31,7 @@ from pathlib import Path
 os.environ.setdefault("TVM_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from tcl.atomic import save_figure, write_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -140,7 +141,7 @@ def plot(curves: dict, path):
         ax.set_title(case)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
 
 
 def main(argv=None):
@@ -190,7 +191,7 @@ def main(argv=None):
                      "cost_model_stats": r.get("cost_model_stats")})
                 print(f"  best {curves[case][cm][-1][-1] * 1e3:.4f} ms in {r['seconds']:.0f} s", flush=True)
                 partial = Path(args.out).with_name("tuning_partial.json")  # a later crash keeps the runs so far
-                partial.write_text(json.dumps({"runs": details, "settings": vars(args)}, indent=1, default=str) + "\n")
+                write_text(partial, json.dumps({"runs": details, "settings": vars(args)}, indent=1, default=str) + "\n")
 
     summary = {case: {cm: {str(b): float(np.mean([c[b - 1] for c in runs])) for b in args.budgets}
                       for cm, runs in ms_.items()} for case, ms_ in curves.items()}
@@ -221,9 +222,9 @@ def main(argv=None):
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1) + "\n")
+    write_text(out, json.dumps(summary, indent=1) + "\n")
     detail_path = out.with_name(out.stem + "_details.json")
-    detail_path.write_text(json.dumps({"runs": details, "seconds_to_xgb_final": reach_s,
+    write_text(detail_path, json.dumps({"runs": details, "seconds_to_xgb_final": reach_s,
                                        "seconds_to_xgb_final_mean_curve": reach_mean_s,
                                        "settings": vars(args)}, indent=1, default=str) + "\n")
     plot(curves, out.with_suffix(".png"))

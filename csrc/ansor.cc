@@ -54,9 +54,14 @@ void walk_key_list(Cursor& c, WorkloadStats& ws, bool top, std::string& scratch)
 void parse_workload_key(std::string_view key, WorkloadStats& ws) {
   Cursor k(key);
   std::string scratch;
-  if (k.peek() != '[') k.fail("workload key: expected a JSON list");
-  walk_key_list(k, ws, true, scratch);
-  if (!k.at_end()) k.fail("workload key: trailing text");
+  try {
+    if (k.peek() != '[') k.fail("expected a JSON list");
+    walk_key_list(k, ws, true, scratch);
+    if (!k.at_end()) k.fail("trailing text");
+  } catch (const JsonError& e) {
+    // The key is JSON inside a JSON string: say so, as the column counts within the key.
+    throw JsonError(std::string("workload key: ") + e.what(), e.offset);
+  }
 }
 
 // Index of an Ansor step code in the vocabulary (1..14), 0 if it is not one; no hashing.
@@ -78,8 +83,11 @@ void step_field(Cursor& c, RowWriter& w, bool pragma, std::string& scratch) {
     while (c.next_item(first)) step_field(c, w, false, scratch);
     c.leave();
   } else if (p == '"') {
+    const char* at = c.pos();
     std::string_view s = c.string(scratch);
-    w.value(pragma ? pragma_value(s) : string_code(s));
+    double v = pragma ? pragma_value(s) : string_code(s);
+    if (!std::isfinite(v)) c.fail_at(at, "number out of range");  // auto_unroll_max_step$<400 digits>
+    w.value(v);
   } else if (p == 't' || p == 'f') {
     w.value(c.boolean() ? 1 : 0);
   } else if (p == 'n') {
@@ -184,7 +192,9 @@ void parse_ansor_record(Cursor& c, Batch& b, int src, int64_t line) {
         double sum = 0;
         while (c.next_item(fc)) {
           double v = c.number();
-          if (!(v < 1e9)) failed = true;  // 1e10 is how TVM writes a failed run
+          // 1e10 is how TVM writes a failed run; a zero or negative time is no measurement either
+          // (it would make a label of inf, NaN or below zero).
+          if (!(v > 0 && v < 1e9)) failed = true;
           sum += v;
           ++n;
         }

@@ -82,13 +82,16 @@ py::dict featurize_files(const py::list& srcs, const std::string& errors, int th
     py::gil_scoped_release release;
     f = featurize_sources(sources, on_error, threads);
     Batch& b = f.meta;
-    // Label = best latency of the task / latency: normalised throughput in (0, 1].
+    // Label = best latency of the task / latency: normalised throughput in (0, 1]. Costs are in
+    // (0, 1e9) (the parsers count anything else as failed); the floor keeps a ratio too small for
+    // a float from becoming 0.
     std::vector<double> best(b.tasks.size(), std::numeric_limits<double>::infinity());
     for (size_t i = 0; i < b.size(); ++i)
       best[static_cast<size_t>(b.task[i])] = std::min(best[static_cast<size_t>(b.task[i])], b.cost[i]);
     label.resize(b.size());
     for (size_t i = 0; i < b.size(); ++i)
-      label[i] = static_cast<float>(best[static_cast<size_t>(b.task[i])] / b.cost[i]);
+      label[i] = std::max(static_cast<float>(best[static_cast<size_t>(b.task[i])] / b.cost[i]),
+                          std::numeric_limits<float>::denorm_min());
   }
   Batch& b = f.meta;
   const auto n = static_cast<py::ssize_t>(b.size());

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,6 +27,7 @@ constexpr int kNumNumeric = 32;
 constexpr int kWorkloadDim = 16;
 constexpr int kNumTags = 8;
 constexpr size_t kMaxErrors = 20;  // messages kept for skipped lines
+constexpr double kMaxDouble = std::numeric_limits<double>::max();
 // Size of the kind vocabulary below (a static_assert checks it): a compile-time constant so that
 // the row writer's offsets fold into the code.
 constexpr int kNumKinds = 67;
@@ -89,14 +91,18 @@ struct WorkloadStats {
   double max_extent = 0, min_extent = 0, sum_log_extent = 0;
   int n_tensors = 0;        // tensors named in an Ansor workload key
   double max_tensor = 0, sum_log_tensor = 0;
+  // Values read are finite, but a product of them (tile factors, a shape) can overflow to inf or
+  // be NaN (inf * 0), and a negative number is no size: none of them is counted, so that the
+  // descriptor stays finite (log1p of a number below -1 is NaN).
   void add_extent(double e) {
-    if (e <= 0) return;
+    if (!(e > 0 && e <= kMaxDouble)) return;
     min_extent = n_loops ? std::min(min_extent, e) : e;
     max_extent = std::max(max_extent, e);
     sum_log_extent += std::log1p(e);
     ++n_loops;
   }
   void add_tensor(double elems) {
+    if (!(elems >= 0 && elems <= kMaxDouble)) return;
     max_tensor = std::max(max_tensor, elems);
     sum_log_tensor += std::log1p(elems);
     ++n_tensors;
@@ -118,7 +124,7 @@ struct TaskInfo {
   std::string target;
   std::vector<int64_t> hardware_params;  // Ansor's 8 ints when present
   int source = -1;        // index of the first source that had it
-  int64_t failed = 0;     // failed measurements (error_no != 0 or cost 1e10), not in the arrays
+  int64_t failed = 0;     // failed measurements (error_no != 0, cost 1e10 or <= 0), not in the arrays
 };
 
 // Programs parsed from a set of sources. Rows and descriptors are written in place into a buffer

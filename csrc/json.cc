@@ -17,7 +17,34 @@ void Cursor::fail(const std::string& what) const {
   throw JsonError(what + " at column " + std::to_string(offset() + 1) + ", found " + got, offset());
 }
 
-double Cursor::number_slow() {
+// Whether a literal that from_chars found out of range is too large (rather than too small): the
+// decimal exponent of its first nonzero digit decides, as the two ranges lie far apart.
+static bool too_large(const char* p, const char* end) {
+  if (p < end && *p == '-') ++p;
+  long mag = 0;  // the value is 0.d1d2... * 10^(mag + exponent), d1 its first nonzero digit
+  bool nonzero = false, point = false;
+  for (; p < end && ((*p >= '0' && *p <= '9') || *p == '.'); ++p) {
+    if (*p == '.') {
+      point = true;
+    } else {
+      nonzero = nonzero || *p != '0';
+      if (nonzero && !point) ++mag;
+      if (!nonzero && point) --mag;
+    }
+  }
+  long exponent = 0;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    bool neg = p < end && *p == '-';
+    if (p < end && (*p == '-' || *p == '+')) ++p;
+    for (; p < end && *p >= '0' && *p <= '9'; ++p)
+      if (exponent < 1000000) exponent = exponent * 10 + (*p - '0');  // saturates, no overflow
+    if (neg) exponent = -exponent;
+  }
+  return mag + exponent > 0;
+}
+
+double Cursor::number_slow(bool finite) {
   const char* s = p_;
   if (s < end_ && *s == '-') ++s;
   if (s >= end_ || *s < '0' || *s > '9') fail("expected a number");
@@ -25,8 +52,12 @@ double Cursor::number_slow() {
   double d = 0;
   auto res = std::from_chars(p_, end_, d);
   if (res.ec == std::errc::result_out_of_range) {
-    // Overflowing literals (e.g. 1e999) still denote a number; keep them as +-inf.
-    d = (*p_ == '-') ? -HUGE_VAL : HUGE_VAL;
+    // Too large (1e999): an error for a value that is used, +-inf for one that is skipped. Too
+    // small (1e-999) is not an error: it rounds to a signed zero, as Python's json gives.
+    bool large = too_large(p_, res.ptr);
+    if (large && finite) fail("number out of range");
+    double m = large ? HUGE_VAL : 0.0;
+    d = (*p_ == '-') ? -m : m;
   } else if (res.ec != std::errc()) {
     fail("expected a number");
   }
@@ -36,13 +67,17 @@ double Cursor::number_slow() {
 
 int64_t Cursor::integer() {
   skip_ws();
+  const char* start = p_;
   int64_t v = 0;
   auto res = std::from_chars(p_, end_, v);
+  if (res.ec == std::errc::result_out_of_range) fail("integer out of range");
   if (res.ec != std::errc()) fail("expected an integer");
   if (res.ptr < end_ && (*res.ptr == '.' || *res.ptr == 'e' || *res.ptr == 'E')) {
     // An integral value written as a float (e.g. 64.0) is accepted as long as it is integral.
+    // The range check comes before the cast: converting an out-of-range double is undefined.
     double d = number();
-    if (d != static_cast<double>(static_cast<int64_t>(d))) fail("expected an integer");
+    if (!(d >= -0x1p63 && d < 0x1p63)) fail_at(start, "integer out of range");
+    if (d != std::trunc(d)) fail_at(start, "expected an integer");
     return static_cast<int64_t>(d);
   }
   p_ = res.ptr;
@@ -204,7 +239,7 @@ std::string_view Cursor::skip_value() {
     case 't':
     case 'f': boolean(); break;
     case 'n': null_literal(); break;
-    default: number();
+    default: scan_number(false);  // a skipped number may be out of range
   }
   return std::string_view(start, static_cast<size_t>(p_ - start));
 }

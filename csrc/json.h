@@ -57,29 +57,18 @@ class Cursor {
     return false;
   }
 
-  // Plain integers (most of a schedule) are read here, inline; anything else by number_slow().
-  double number() {
-    skip_ws();
-    const char* s = p_;
-    bool neg = s < end_ && *s == '-';
-    if (neg) ++s;
-    uint64_t v = 0;
-    const char* q = s;
-    while (q < end_ && *q >= '0' && *q <= '9' && q - s < 18) v = v * 10 + static_cast<uint64_t>(*q++ - '0');
-    if (q == s || (q < end_ && (*q == '.' || *q == 'e' || *q == 'E' || (*q >= '0' && *q <= '9'))))
-      return number_slow();
-    p_ = q;
-    double d = static_cast<double>(v);
-    return neg ? -d : d;
-  }
-  int64_t integer();
+  // A number the caller uses. Plain integers (most of a schedule) are read here, inline; anything
+  // else by number_slow(). A literal beyond the double range (1e400) fails here: an infinity would
+  // only turn into inf/NaN features and scores downstream.
+  double number() { return scan_number(true); }
+  int64_t integer();  // fails on fractions and on values outside the int64 range
   bool is_number_start() {
     char c = peek();
     return c == '-' || (c >= '0' && c <= '9');
   }
   // Returns the string's content; escapes are decoded into `scratch` only when present.
   std::string_view string(std::string& scratch);
-  // Skips one value of any kind; returns its raw text.
+  // Skips one value of any kind; returns its raw text. Numbers it skips may be out of range.
   std::string_view skip_value();
   bool null_literal();  // consumes `null` if it is next
   bool boolean();       // consumes true/false, fails otherwise
@@ -91,7 +80,14 @@ class Cursor {
   void leave() { --depth_; }
 
   size_t offset() const { return static_cast<size_t>(p_ - begin_); }
+  const char* pos() const { return p_; }
   [[noreturn]] void fail(const std::string& what) const;
+  // Fails with the cursor put back at `at` (the start of the offending value), so that the column
+  // and the quoted text point at the value rather than past it.
+  [[noreturn]] void fail_at(const char* at, const std::string& what) {
+    p_ = at;
+    fail(what);
+  }
 
  protected:  // the str(trace) text parser's cursor (trace_text.cc) extends this one
   const char* begin_;
@@ -99,8 +95,23 @@ class Cursor {
   const char* end_;
 
  private:
+  // finite: fail on a literal beyond the double range instead of returning +-inf.
+  double scan_number(bool finite) {
+    skip_ws();
+    const char* s = p_;
+    bool neg = s < end_ && *s == '-';
+    if (neg) ++s;
+    uint64_t v = 0;
+    const char* q = s;
+    while (q < end_ && *q >= '0' && *q <= '9' && q - s < 18) v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+    if (q == s || (q < end_ && (*q == '.' || *q == 'e' || *q == 'E' || (*q >= '0' && *q <= '9'))))
+      return number_slow(finite);
+    p_ = q;
+    double d = static_cast<double>(v);
+    return neg ? -d : d;
+  }
   void literal(const char* word);
-  double number_slow();
+  double number_slow(bool finite);
   static constexpr int kMaxDepth = 256;
   int depth_ = 0;
 };

@@ -5,6 +5,7 @@
 // Row numeric content of an instruction: [n_outputs, decision..., attrs..., inputs...] where random
 // variables (b0, l1, v2: blocks, loops, values) appear as their index and quoted string literals
 // through their string code.
+#include <cmath>
 #include <vector>
 
 #include "parsers.h"
@@ -32,8 +33,10 @@ void flatten(Cursor& c, std::vector<double>& out, bool inputs, std::string& scra
     while (c.next_item(first)) flatten(c, out, inputs, scratch);
     c.leave();
   } else if (p == '"') {
+    const char* at = c.pos();
     std::string_view s = c.string(scratch);
     double rv = inputs ? rv_index(s) : -1;
+    if (std::isinf(rv)) c.fail_at(at, "number out of range");  // "b<400 digits>"
     if (rv >= 0) {
       out.push_back(rv);
     } else if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
@@ -232,7 +235,8 @@ void parse_ms_record(Cursor& c, Batch& b, const std::vector<std::string>& worklo
       double sum = 0;
       while (c.next_item(fs)) {
         double v = c.number();
-        if (!(v < 1e9)) failed = true;  // 1e10 marks a failed build or run
+        // 1e10 marks a failed build or run; a zero or negative time is no measurement either.
+        if (!(v > 0 && v < 1e9)) failed = true;
         sum += v;
         ++n;
       }

@@ -5,6 +5,7 @@
 // those of the JSON form of the same trace: inputs and attrs are told apart by keyword (the
 // keywords below are attrs in TVM's instruction traits), and both forms list them in the same order.
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -71,7 +72,6 @@ class TextCursor : public Cursor {
     return static_cast<size_t>(end_ - p_) >= w.size() && std::string_view(p_, w.size()) == w;
   }
   void skip(size_t n) { p_ += n; }
-  const char* pos() const { return p_; }
   void set_pos(const char* p) { p_ = p; }
   const char* end() const { return end_; }
 };
@@ -121,13 +121,10 @@ void py_value(TextCursor& c, std::vector<double>& out, std::string* first_string
     if (first_string) *first_string = std::string(str);
     out.push_back(string_code(str));
   } else if (p == '-' || p == '+' || p == '.' || (p >= '0' && p <= '9')) {
-    const char* s = c.pos();
-    Cursor num(s, c.end());
-    bool plus = p == '+';
-    if (plus) num = Cursor(s + 1, c.end());
-    out.push_back(num.number());
-    c.set_pos(s + num.offset() + (plus ? 1 : 0));
+    if (p == '+') c.skip(1);
+    out.push_back(c.number());  // fails on 1e400, as in the JSON form
   } else {
+    const char* at = c.pos();
     std::string_view id = c.ident();
     if (id == "True") {
       out.push_back(1);
@@ -139,6 +136,7 @@ void py_value(TextCursor& c, std::vector<double>& out, std::string* first_string
                id.find_first_not_of("0123456789", 1) == std::string_view::npos) {
       double v = 0;
       for (size_t i = 1; i < id.size(); ++i) v = v * 10 + (id[i] - '0');
+      if (std::isinf(v)) c.fail_at(at, "number out of range");
       out.push_back(v);
     } else {
       // Any other expression (an index_map lambda, T.int64(..)) carries no number we use:

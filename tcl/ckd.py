@@ -526,10 +526,7 @@ def save_kb(path, kb: MambaCostModel, ewc: OnlineEWC, meta: dict):
     """A tcl checkpoint (tcl eval / tcl export read it) that also carries the EWC state."""
     from .train import save_checkpoint
 
-    save_checkpoint(path, kb, "mamba", meta)
-    ck = torch.load(path, weights_only=True)
-    ck["ewc"] = ewc.state_dict()
-    torch.save(ck, path)
+    save_checkpoint(path, kb, "mamba", meta, ewc=ewc.state_dict())
 
 
 def load_kb(path) -> tuple[MambaCostModel, OnlineEWC, dict]:
@@ -542,4 +539,8 @@ def load_kb(path) -> tuple[MambaCostModel, OnlineEWC, dict]:
     if not ck.get("ewc"):
         raise FormatError(f"{path}: no EWC state; make the first knowledge base with "
                           "`tcl distill --data FIRST_PLATFORM --out KB.pt`")
-    return kb, OnlineEWC.from_state_dict(ck["ewc"]), ck
+    try:
+        ewc = OnlineEWC.from_state_dict(ck["ewc"])
+    except (TypeError, ValueError) as e:
+        raise FormatError(f"{path}: the EWC state is not one `tcl distill` wrote ({e})") from None
+    return kb, ewc, ck

@@ -10,7 +10,26 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from .errors import FormatError, MissingDependencyError
+from .atomic import check_writable, write_json
+from .errors import FormatError, MissingDependencyError, escape_controls
+
+
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {low} or more, got {value}")
+        return value
+
+    return parse
+
+
+_positive, _non_negative = _int_at_least(1), _int_at_least(0)
+# Subcommands whose --out is one file: checked before any work, so a bad path fails at once.
+_FILE_OUTPUTS = ("featurize", "train", "sample", "distill", "export")
 
 
 def _featurize(args):
@@ -22,15 +41,25 @@ def _featurize(args):
     print(f"{s['programs']} programs, {s['tasks']} tasks, {s['failed']} failed measurements, "
           f"{s['skipped']} skipped lines, {s['truncated']} longer than L={fs.seq.shape[1]} "
           f"({fs.seconds:.2f} s) -> {args.out}")
+    _report_passed_over(fs)
+
+
+def _report_passed_over(fs):
+    """On stderr: the malformed lines skipped (first messages) and the files passed over."""
     for e in fs.errors:
-        print(f"  skipped: {e}", file=sys.stderr)
+        print(f"  skipped: {escape_controls(e)}", file=sys.stderr)
+    if fs.skipped > len(fs.errors):
+        print(f"  ... {fs.skipped - len(fs.errors)} more malformed lines skipped", file=sys.stderr)
+    for n in fs.notes:
+        print(f"  note: {escape_controls(n)}", file=sys.stderr)
 
 
-def dataset_info(paths) -> dict:
-    """Programs, tasks, networks and failures per platform of the datasets under `paths`."""
+def dataset_info(paths, fs=None) -> dict:
+    """Programs, tasks, networks and failures per platform of the datasets under `paths` (`fs`:
+    their FeatureSet, when featurized already)."""
     from .features import featurize
 
-    fs = featurize(paths)
+    fs = featurize(paths) if fs is None else fs
     per = defaultdict(lambda: {"programs": 0, "tasks": 0, "failed": 0, "networks": set()})
     counts = [0] * len(fs.tasks)
     for t in fs.task:
@@ -46,7 +75,15 @@ def dataset_info(paths) -> dict:
 
 
 def _info(args):
-    info = dataset_info(args.paths)
+    from .features import featurize
+
+    # A summary: a malformed line (e.g. the half-written last line a killed collector leaves) is
+    # counted and reported, not fatal.
+    fs = featurize(args.paths, errors="skip")
+    info = dataset_info(args.paths, fs)
+    if fs.skipped:
+        print(f"tcl info: {fs.skipped} malformed line{'s' * (fs.skipped != 1)} skipped", file=sys.stderr)
+    _report_passed_over(fs)
     if args.json:
         print(json.dumps(info, indent=2))
         return
@@ -57,7 +94,7 @@ def _info(args):
 
 
 def _pack(args):
-    from .records import pack_dataset
+    from .packing import pack_dataset
 
     for path in args.paths:
         st = pack_dataset(path, restore=args.restore)
@@ -97,7 +134,7 @@ def _eval(args):
     print(json.dumps(result, indent=1) if args.json else format_table(result))
 
 
-def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tcl",
         description="TCL: fast, portable cost models for tensor-program tuning in Apache TVM.",
@@ -115,7 +152,7 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     f.add_argument("--out", required=True, help="output .npz file")
     f.add_argument("--errors", choices=["raise", "skip"], default="raise",
                    help="stop at the first malformed line (default) or skip and count it")
-    f.add_argument("--threads", type=int, default=None, help="parser threads (default: all cores)")
+    f.add_argument("--threads", type=_positive, default=None, help="parser threads (default: all cores)")
     f.set_defaults(run=_featurize)
 
     i = sub.add_parser(
@@ -156,13 +193,13 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, help="checkpoint file to write (e.g. model.pt)")
     t.add_argument("--arch", choices=["mamba", "tlp"], default="mamba",
                    help="model (default mamba)")
-    t.add_argument("--epochs", type=int, default=40, help="epochs (at most, with validation; default 40)")
+    t.add_argument("--epochs", type=_positive, default=40, help="epochs (at most, with validation; default 40)")
     t.add_argument("--lr", type=float, default=7e-4, help="Adam learning rate (default 7e-4)")
-    t.add_argument("--batch-tasks", type=int, default=8,
+    t.add_argument("--batch-tasks", type=_positive, default=8,
                    help="task groups per batch (default 8)")
-    t.add_argument("--group-size", type=int, default=32,
+    t.add_argument("--group-size", type=_positive, default=32,
                    help="programs per task group, ranked together (default 32)")
-    t.add_argument("--patience", type=int, default=10,
+    t.add_argument("--patience", type=_positive, default=10,
                    help="stop after this many epochs without a better validation Top-1 "
                    "(default 10)")
     t.add_argument("--test-fraction", type=float, default=0.0,
@@ -173,12 +210,12 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    help="after early stopping, train again on all training tasks (validation tasks "
                    "included) for the best epoch count")
     t.add_argument("--seed", type=int, default=0, help="seed of splits, init and shuffling")
-    t.add_argument("--threads", type=int, default=None,
+    t.add_argument("--threads", type=_positive, default=None,
                    help="torch threads (default: torch's); 1 on a machine others share")
-    t.add_argument("--d-model", type=int, default=None,
+    t.add_argument("--d-model", type=_positive, default=None,
                    help="model width (default: 128 for mamba, 256 for tlp)")
-    t.add_argument("--n-layer", type=int, default=None, help="Mamba layers (default 1)")
-    t.add_argument("--d-state", type=int, default=None, help="Mamba state size (default 8)")
+    t.add_argument("--n-layer", type=_positive, default=None, help="Mamba layers (default 1)")
+    t.add_argument("--d-state", type=_positive, default=None, help="Mamba state size (default 8)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(run=_train)
 
@@ -194,7 +231,7 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    help="checkpoint from `tcl train` (default: the model shipped with tcl)")
     e.add_argument("--all", action="store_true", help="score every task, not only held-out ones")
     e.add_argument("--json", action="store_true", help="print one JSON object")
-    e.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    e.add_argument("--threads", type=_positive, default=None, help="torch threads (default: torch's)")
     e.set_defaults(run=_eval)
 
     s = sub.add_parser(
@@ -211,9 +248,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    choices=["rdu", "rd", "diversity", "biased_diversity", "uncertainty", "random"])
     budget = s.add_mutually_exclusive_group()
     budget.add_argument("--fraction", type=float, default=None, help="of each task's programs (default 0.1)")
-    budget.add_argument("--count", type=int, default=None, help="programs in total, split over tasks")
-    s.add_argument("--rounds", type=int, default=3, help="the budget is spent over this many rounds")
-    s.add_argument("--epochs", type=int, default=20, help="training epochs per round")
+    budget.add_argument("--count", type=_positive, default=None, help="programs in total, split over tasks")
+    s.add_argument("--rounds", type=_positive, default=3, help="the budget is spent over this many rounds")
+    s.add_argument("--epochs", type=_positive, default=20, help="training epochs per round")
     s.add_argument("--average-last", type=float, default=0.0,
                    help="each round's model is the mean of its weights over this last fraction of the "
                    "epochs (default 0: the last epoch's weights; 0.5 was worse at 10%%, see the README)")
@@ -245,7 +282,7 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                    help="start from this trained model (e.g. one of another platform): round 0 uses its "
                    "signals and every round fine-tunes it (default: from scratch; see the README)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--threads", type=int, default=None, help="torch and kernel threads")
+    s.add_argument("--threads", type=_positive, default=None, help="torch and kernel threads")
     s.add_argument("--quiet", action="store_true", help="no progress bars")
     s.set_defaults(run=_sample)
 
@@ -268,9 +305,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     d.add_argument("--sample", type=float, default=None, metavar="FRACTION",
                    help="learn only from the programs the RDU sampler picks, this fraction of each "
                    "training task's (e.g. 0.1); latencies are looked up in --data")
-    d.add_argument("--progress-epochs", type=int, default=20)
-    d.add_argument("--compress-epochs", type=int, default=20)
-    d.add_argument("--min-steps", type=int, default=200,
+    d.add_argument("--progress-epochs", type=_positive, default=20)
+    d.add_argument("--compress-epochs", type=_positive, default=20)
+    d.add_argument("--min-steps", type=_non_negative, default=200,
                    help="at least this many optimizer steps per phase (more epochs on small data)")
     d.add_argument("--ewc-lambda", type=float, default=0.0,
                    help="with --preserve keep: online-EWC strength (default off: it made the KB forget "
@@ -293,14 +330,14 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
                         "its projection; ablation)")
     d.add_argument("--no-film-steps", action="store_true",
                    help="first platform: FiLM of the pooled embedding only, not of every step (ablation)")
-    d.add_argument("--adapter-rank", type=int, default=4, metavar="R",
+    d.add_argument("--adapter-rank", type=_non_negative, default=4, metavar="R",
                    help="first platform: rank of the KB's descriptor adapters, which give each later platform "
                         "its own low-rank change of the encoder, Mamba in_proj and head (default 4; 0: none)")
     d.add_argument("--no-gate", action="store_true", help="ungated distillation (ablation)")
     d.add_argument("--fresh-column", action="store_true",
                    help="start the active column from scratch instead of from the KB (ablation)")
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--threads", type=int, default=None)
+    d.add_argument("--threads", type=_positive, default=None)
     d.set_defaults(run=_distill)
 
     x = sub.add_parser(
@@ -328,8 +365,8 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
     what = u.add_mutually_exclusive_group(required=True)
     what.add_argument("--network", help="resnet18, resnet50, mobilenet_v2, vgg11, vit_tiny, bert_tiny, bert_base, dcgan")
     what.add_argument("--workload", help="e.g. matmul:128,128,128 (a ms.testing.te_workload function and its args)")
-    u.add_argument("--trials", type=int, default=64, help="measured programs per task")
-    u.add_argument("--max-tasks", type=int, default=4, help="tune this many of the heaviest tasks (0: all)")
+    u.add_argument("--trials", type=_positive, default=64, help="measured programs per task")
+    u.add_argument("--max-tasks", type=_non_negative, default=4, help="tune this many of the heaviest tasks (0: all)")
     u.add_argument("--cost-model", choices=["tcl", "xgb", "mlp", "random"], default="tcl")
     u.add_argument("--compare", nargs="*", default=[], choices=["tcl", "xgb", "mlp", "random"],
                    help="also tune with these cost models (same tasks, same budget)")
@@ -356,10 +393,9 @@ def build_parser(with_collect: bool = True) -> argparse.ArgumentParser:
         "and store one stock MetaSchedule JSONDatabase per task plus platform.json. Resumable: "
         "run the same command again to continue.",
     )
-    if with_collect:  # its options live with the collector, which imports tvm
-        from .tvm.collect import add_collect_arguments
+    from .tvm.collect_options import add_collect_arguments  # no TVM import: --help is fast without it
 
-        add_collect_arguments(c)
+    add_collect_arguments(c)
     c.set_defaults(run=_collect)
     return p
 
@@ -403,7 +439,7 @@ def _sample(args):
     if test_ids and args.measure == "lookup":
         out["test"] = score_tasks(res.model, data, test_ids)["pooled"]
         msg += f"; held-out Top-1 {out['test']['top1']:.4f}, Top-5 {out['test']['top5']:.4f}"
-    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    write_json(args.out, out)
     if args.model_out:
         save_checkpoint(args.model_out, res.model, cfg.arch, {"sampling": {k: v for k, v in out.items() if k != "picks"},
                                                                "data": [str(p) for p in args.paths]})
@@ -457,7 +493,12 @@ def _export(args):
     from .train import load_checkpoint
 
     model, ck = load_checkpoint(args.model)
-    platform = json.loads(Path(args.platform).read_text()) if args.platform else None
+    platform = None
+    if args.platform:  # checked as the dataset readers check it
+        from .inputcheck import check_platform, decode_json
+        from .records import read_bytes
+
+        platform = check_platform(args.platform, decode_json(read_bytes(args.platform), args.platform))
     export_onnx(model, args.out, platform=platform, extra={"arch": ck["arch"], "trained": ck.get("meta", {}).get("data")})
     print(f"{args.model} ({ck['arch']}, {model.size_mb():.3f} MB) -> {args.out} "
           f"({Path(args.out).stat().st_size / 1e6:.3f} MB)")
@@ -485,7 +526,12 @@ def _tune(args):
 
 
 def _collect(args):
-    from .tvm.collect import CollectError, run_collect
+    try:
+        from .tvm.collect import CollectError, run_collect
+    except ModuleNotFoundError as e:
+        if e.name and e.name.split(".")[0] in ("tvm", "tvm_ffi", "torch", "psutil", "cloudpickle", "xgboost"):
+            raise MissingDependencyError(e.name.split(".")[0], "tvm", "tcl collect") from None
+        raise
 
     try:
         run_collect(args)
@@ -495,12 +541,13 @@ def _collect(args):
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    # Only `tcl collect ...` pays for importing tvm (a few seconds) to build its options.
-    args = build_parser(with_collect=bool(argv) and argv[0] == "collect").parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
+        if args.command in _FILE_OUTPUTS and getattr(args, "out", None) is not None:
+            check_writable(args.out)
         args.run(args)
-    except (FormatError, MissingDependencyError, FileNotFoundError) as e:
-        print(f"tcl {args.command}: error: {e}", file=sys.stderr)
+    except (FormatError, MissingDependencyError, OSError) as e:  # OSError: unreadable paths
+        print(f"tcl {args.command}: error: {escape_controls(str(e))}", file=sys.stderr)
         return 2
     return 0
 

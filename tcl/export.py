@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import MissingDependencyError
+from .errors import FormatError, MissingDependencyError
 from .features import SPEC
 from .hardware import hardware_vector
 
@@ -71,7 +71,10 @@ def export_onnx(model, path, platform: dict | None = None, extra: dict | None = 
     for k, v in meta.items():
         proto.metadata_props.add(key=META_PREFIX + k, value=json.dumps(v))
     onnx.checker.check_model(proto)
-    onnx.save(proto, str(path))
+    from .atomic import atomic_path
+
+    with atomic_path(path) as tmp:
+        onnx.save(proto, str(tmp))
     return proto
 
 
@@ -138,9 +141,15 @@ def read_metadata(path) -> dict:
     """TCL metadata of an exported model (without loading it into a session)."""
     import onnx
 
-    proto = onnx.load(str(path), load_external_data=False)
-    return {p.key[len(META_PREFIX):]: json.loads(p.value) for p in proto.metadata_props
-            if p.key.startswith(META_PREFIX)}
+    from .runtime import parse_metadata
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except FileNotFoundError:
+        raise
+    except Exception as e:  # protobuf's decode errors: not an ONNX file
+        raise FormatError(f"{path}: not an ONNX model ({e})") from e
+    return parse_metadata(((p.key, p.value) for p in proto.metadata_props), path)
 
 
 def size_bytes(path) -> int:

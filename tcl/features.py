@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _core
-from .errors import FormatError
+from .errors import FormatError, escape_controls
 from .records import discover, read_bytes, read_platform, read_task_info
 
 
@@ -93,6 +93,7 @@ class FeatureSet:
     truncated: int = 0  # programs longer than L
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # files of a directory passed over: not records
 
     def __len__(self) -> int:
         return int(self.length.shape[0])
@@ -111,15 +112,19 @@ class FeatureSet:
         }
 
     def save(self, path: str | os.PathLike):
-        """Writes an .npz with the arrays plus the spec version and the task table as JSON."""
+        """Writes an .npz (at exactly `path`, whole or not at all) with the arrays plus the spec
+        version and the task table as JSON."""
+        from .atomic import atomic_path, check_writable
+
         tasks = [t.__dict__ for t in self.tasks]
-        np.savez_compressed(
-            path,
-            seq=self.seq, length=self.length, task=self.task, label=self.label, cost=self.cost,
-            workload=self.workload, source=self.source, line=self.line,
-            spec_version=np.int32(SPEC.version),
-            tasks=np.array(json.dumps(tasks)), sources=np.array(json.dumps(self.sources)),
-        )
+        with atomic_path(check_writable(path)) as tmp, open(tmp, "wb") as f:  # a file object: no ".npz" added
+            np.savez_compressed(
+                f,
+                seq=self.seq, length=self.length, task=self.task, label=self.label, cost=self.cost,
+                workload=self.workload, source=self.source, line=self.line,
+                spec_version=np.int32(SPEC.version),
+                tasks=np.array(json.dumps(tasks)), sources=np.array(json.dumps(self.sources)),
+            )
 
 
 def _resolve_threads(threads: int | None) -> int:
@@ -134,7 +139,8 @@ def featurize(paths, errors: str = "raise", threads: int | None = None) -> Featu
     threads: parser threads (default: all cores).
     """
     t0 = time.perf_counter()
-    sources = discover(paths)
+    notes: list[str] = []
+    sources = discover(paths, notes)
     items = []
     for s in sources:
         if s.kind == "ansor":
@@ -166,7 +172,7 @@ def featurize(paths, errors: str = "raise", threads: int | None = None) -> Featu
         seq=out["seq"], length=out["length"], task=out["task"], label=out["label"],
         cost=out["cost"], workload=out["workload"], source=out["source"], line=out["line"],
         tasks=tasks, sources=[str(s.path) for s in sources], skipped=out["skipped"],
-        truncated=out["truncated"], errors=list(out["errors"]),
+        truncated=out["truncated"], errors=[escape_controls(e) for e in out["errors"]], notes=notes,
         seconds=time.perf_counter() - t0,
     )
 

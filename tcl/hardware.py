@@ -41,7 +41,7 @@ def _target_kind(target: str) -> str:
     if target.startswith("{"):
         try:
             return str(json.loads(target).get("kind", ""))
-        except (json.JSONDecodeError, AttributeError):
+        except (json.JSONDecodeError, AttributeError, RecursionError):
             return ""
     return target.split(" ", 1)[0]
 

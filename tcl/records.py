@@ -9,7 +9,8 @@ Two formats, found by `discover()` in any mix of paths:
   `platform.json` (the hardware descriptor).
 
 Every file may also be stored compressed as `<name>.xz` or `<name>.gz`. Failed measurements
-(error_no != 0, or a cost of 1e10) are kept apart from the programs with latencies.
+(error_no != 0, a cost of 1e10, or one of 0 or below) are kept apart from the programs with
+latencies.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ import json
 import lzma
 import math
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import FormatError
+from .errors import FormatError, escape_controls
+from .inputcheck import (check_exists, check_platform, check_task_info, decode_json, json_line, numbers,
+                         opens_like_ansor)
 
 WORKLOAD_FILE = "database_workload.json"
 RECORD_FILE = "database_tuning_record.json"
@@ -54,42 +58,12 @@ def read_bytes(path: str | os.PathLike) -> bytes:
         return data
     try:
         return unpack(data)
-    except (OSError, lzma.LZMAError, EOFError) as e:
+    except (OSError, lzma.LZMAError, EOFError, zlib.error) as e:
         raise FormatError(f"{path}: not a valid {path.suffix} file ({e})") from e
 
 
 def _base_name(path: Path) -> str:
     return path.name[: -len(path.suffix)] if path.suffix in _COMPRESSED else path.name
-
-
-def pack_dataset(root: str | os.PathLike, restore: bool = False, preset: int = 6) -> dict:
-    """xz-compress every MetaSchedule database file under `root` in place (`restore=True`: back to
-    the stock plain files TVM's JSONDatabase reads and appends to). task.json, platform.json and
-    READMEs stay plain. Each file is written beside the old one and renamed, so an interrupted run
-    leaves every file readable. Returns {"files", "bytes_before", "bytes_after"}."""
-    names = (WORKLOAD_FILE, RECORD_FILE)
-    stats = {"files": 0, "bytes_before": 0, "bytes_after": 0}
-    for dirpath, _, files in os.walk(root):
-        for f in sorted(files):
-            src = Path(dirpath) / f
-            if restore and f in (n + ".xz" for n in names):
-                dst, data = src.with_suffix(""), read_bytes(src)
-            elif not restore and f in names:
-                dst, data = src.with_name(f + ".xz"), lzma.compress(src.read_bytes(), preset=preset)
-            else:
-                continue
-            tmp = dst.with_name(dst.name + ".part")
-            tmp.write_bytes(data)
-            os.replace(tmp, dst)
-            stats["files"] += 1
-            stats["bytes_before"] += src.stat().st_size
-            stats["bytes_after"] += len(data)
-            src.unlink()
-    return stats
-
-
-def is_packed(root: str | os.PathLike) -> bool:
-    return any(f.endswith((WORKLOAD_FILE + ".xz", RECORD_FILE + ".xz")) for _, _, fs in os.walk(root) for f in fs)
 
 
 @dataclass(frozen=True)
@@ -105,19 +79,25 @@ class Source:
         return self.path.parent
 
 
-def discover(paths: list[str | os.PathLike] | str | os.PathLike) -> list[Source]:
-    """Sources under `paths`: files are Ansor logs, directories are searched recursively."""
+def discover(paths: list[str | os.PathLike] | str | os.PathLike, notes: list[str] | None = None) -> list[Source]:
+    """Sources under `paths`: files are Ansor logs, directories are searched recursively. A file
+    reached twice (named twice, inside a directory also named, through a symlink) is one source.
+    notes: if given, gets a line for each .json/.log file of a directory that was passed over
+    because it is not a record file (e.g. a tuning report)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    sources: list[Source] = []
+    sources: dict[str, Source] = {}
+
+    def add(src: Source):
+        sources.setdefault(os.path.realpath(src.path), src)
+
     for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: no such file or directory")
+        check_exists(p)
         if p.is_file():
             if _base_name(p) in (WORKLOAD_FILE, RECORD_FILE):
                 p = p.parent  # a database file names its directory
             else:
-                sources.append(Source("ansor", p))
+                add(Source("ansor", p))
                 continue
         for root, dirs, files in os.walk(p):
             dirs.sort()
@@ -127,29 +107,29 @@ def discover(paths: list[str | os.PathLike] | str | os.PathLike) -> list[Source]
                 wl = _find(root_p, WORKLOAD_FILE)
                 if wl is None:
                     raise FormatError(f"{rec}: {WORKLOAD_FILE} is missing beside it")
-                sources.append(Source("metaschedule", rec, wl))
+                add(Source("metaschedule", rec, wl))
                 continue
             for f in sorted(files):
                 fp = root_p / f
                 if _base_name(fp) in _SIDE_FILES or f.startswith("."):
                     continue
-                if _base_name(fp).endswith((".json", ".log")) and _looks_like_ansor(fp):
-                    sources.append(Source("ansor", fp))
-    return sources
+                if _base_name(fp).endswith((".json", ".log")):
+                    if _looks_like_ansor(fp):
+                        add(Source("ansor", fp))
+                    elif notes is not None:
+                        notes.append(f"{fp}: not an Ansor log or MetaSchedule database, passed over")
+    return list(sources.values())
 
 
 def _looks_like_ansor(path: Path) -> bool:
-    """Found while walking a directory: a log whose first record is a JSON object (not, say, a
-    text log file that also ends in .log). Files named explicitly are always read."""
+    """Found while walking a directory: a log whose first record is a JSON object keyed like an
+    Ansor record (not, say, a text log file that also ends in .log, or a JSON report). Files named
+    explicitly are always read."""
     try:
         head = read_bytes(path)[:4096] if path.suffix in _COMPRESSED else path.open("rb").read(4096)
     except (OSError, FormatError):
         return False
-    for line in head.split(b"\n"):
-        s = line.strip()
-        if s and not s.startswith(b"#"):
-            return s.startswith(b"{")
-    return False
+    return opens_like_ansor(head)
 
 
 def read_platform(directory: Path, stop: Path | None = None) -> dict | None:
@@ -160,7 +140,7 @@ def read_platform(directory: Path, stop: Path | None = None) -> dict | None:
     while True:
         p = _find(d, "platform.json")
         if p is not None:
-            platform = _load_json_file(p)
+            platform = check_platform(p, _load_json_file(p))
             platform.setdefault("name", d.name)  # datasets/<platform>/platform.json
             return platform
         if d == stop or d.parent == d:
@@ -170,14 +150,11 @@ def read_platform(directory: Path, stop: Path | None = None) -> dict | None:
 
 def read_task_info(directory: Path) -> dict | None:
     p = _find(directory, "task.json")
-    return _load_json_file(p) if p is not None else None
+    return check_task_info(p, _load_json_file(p)) if p is not None else None
 
 
 def _load_json_file(path: Path) -> Any:
-    try:
-        return json.loads(read_bytes(path))
-    except json.JSONDecodeError as e:
-        raise FormatError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e
+    return decode_json(read_bytes(path), str(path))
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -233,7 +210,9 @@ class AnsorRecord:
 
 
 def _failed(costs, error_no=0) -> bool:
-    return error_no != 0 or not costs or any(not (c < FAILED_COST) for c in costs)
+    # As the C++ parsers: a cost of 0, below 0 or NaN is no measurement either (its label would be
+    # inf, NaN or negative).
+    return error_no != 0 or not costs or any(not (0 < c < FAILED_COST) for c in costs)
 
 
 def _need(cond: bool, what: str):
@@ -243,10 +222,7 @@ def _need(cond: bool, what: str):
 
 def parse_ansor_line(text: str) -> AnsorRecord:
     """One v0.6 record line -> AnsorRecord; ValueError with what was expected otherwise."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON at column {e.colno} ({e.msg})") from e
+    obj = json_line(text)
     _need(isinstance(obj, dict), "expected a JSON object {\"i\": ..., \"r\": ...}")
     _need("i" in obj, 'record has no "i" (task and schedule)')
     _need("r" in obj, 'record has no "r" (measurement)')
@@ -266,8 +242,8 @@ def parse_ansor_line(text: str) -> AnsorRecord:
     )
     try:
         task.workload()
-    except json.JSONDecodeError as e:
-        raise ValueError(f"workload key is not JSON ({e.msg})") from e
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"workload key is not JSON ({getattr(e, 'msg', 'nested too deeply')})") from None
     _need(isinstance(state, list) and len(state) >= 2, "state: expected [stages, steps]")
     steps = state[1]
     _need(isinstance(steps, list), "state: expected a list of steps")
@@ -280,7 +256,7 @@ def parse_ansor_line(text: str) -> AnsorRecord:
     return AnsorRecord(
         task=task,
         steps=steps,
-        costs=[float(c) for c in res[0]],
+        costs=numbers(res[0], '"r"'),
         error_no=res[1],
         all_cost=res[2] if len(res) > 2 else None,
         timestamp=res[3] if len(res) > 3 else None,
@@ -321,20 +297,14 @@ class MSRecord:
 
 
 def parse_ms_workload_line(text: str) -> str:
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON at column {e.colno} ({e.msg})") from e
+    obj = json_line(text)
     _need(isinstance(obj, list) and len(obj) >= 2 and isinstance(obj[0], str)
           and isinstance(obj[1], str), "workload: expected [structural hash, base64 IRModule]")
     return obj[0]
 
 
 def parse_ms_record_line(text: str, workloads: list[str | None]) -> MSRecord:
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON at column {e.colno} ({e.msg})") from e
+    obj = json_line(text)
     _need(isinstance(obj, list) and len(obj) >= 2, "record: expected [workload index, tuning record]")
     idx, rec = obj[0], obj[1]
     _need(isinstance(idx, int) and 0 <= idx < len(workloads) and workloads[idx] is not None,
@@ -357,7 +327,7 @@ def parse_ms_record_line(text: str, workloads: list[str | None]) -> MSRecord:
         workload_index=idx,
         insts=trace[0],
         decisions=decisions,
-        run_secs=[float(s) for s in run_secs] if run_secs is not None else None,
+        run_secs=numbers(run_secs, "run_secs") if run_secs is not None else None,
         target=rec[2] if len(rec) > 2 else None,
         args_info=rec[3] if len(rec) > 3 else None,
     )
@@ -383,7 +353,7 @@ def _read_lines(path: Path, parse, errors: str, out: ReadResult, on_record, on_s
         try:
             rec = parse(text)
         except ValueError as e:
-            msg = f"{path}:{line_no}: {e}"
+            msg = escape_controls(f"{path}:{line_no}: {e}")
             if errors == "raise":
                 raise FormatError(msg) from None
             out.skipped += 1

@@ -337,10 +337,14 @@ def train(data: ProgramData, train_ids, val_ids=(), arch: str = "mamba", model_c
     return model, hist
 
 
-def save_checkpoint(path, model, arch: str, meta: dict):
-    torch.save({"format": CHECKPOINT_FORMAT, "arch": arch, "config": model.cfg.to_dict(),
-                "state_dict": model.state_dict(), "spec_version": SPEC.version,
-                "hardware_dim": HARDWARE_DIM, "meta": meta}, path)
+def save_checkpoint(path, model, arch: str, meta: dict, **extra):
+    """Writes the checkpoint whole or not at all; `extra` entries (e.g. EWC state) go beside the weights."""
+    from .atomic import atomic_path
+
+    with atomic_path(path) as tmp:
+        torch.save({"format": CHECKPOINT_FORMAT, "arch": arch, "config": model.cfg.to_dict(),
+                    "state_dict": model.state_dict(), "spec_version": SPEC.version,
+                    "hardware_dim": HARDWARE_DIM, "meta": meta, **extra}, tmp)
 
 
 def load_checkpoint(path) -> tuple[torch.nn.Module, dict]:
@@ -353,13 +357,30 @@ def load_checkpoint(path) -> tuple[torch.nn.Module, dict]:
         raise FormatError(f"{path}: not a tcl model checkpoint ({e})") from e
     if not isinstance(ck, dict) or ck.get("format") != CHECKPOINT_FORMAT:
         raise FormatError(f"{path}: not a tcl model checkpoint (no format {CHECKPOINT_FORMAT!r})")
+    for key, kind in (("spec_version", int), ("hardware_dim", int), ("arch", str), ("config", dict),
+                      ("state_dict", dict), ("meta", dict)):
+        if key not in ck and key != "meta":
+            raise FormatError(f"{path}: the checkpoint has no {key!r}")
+        if key in ck and not isinstance(ck[key], kind):
+            raise FormatError(f"{path}: the checkpoint's {key!r} must be of type {kind.__name__}, "
+                              f"not {type(ck[key]).__name__}")
     SPEC.check(ck["spec_version"], what=f"model {path}")
     if ck["hardware_dim"] != HARDWARE_DIM:
         raise FormatError(f"model {path} reads {ck['hardware_dim']} hardware fields, this tcl has "
                           f"{HARDWARE_DIM}: retrain it with this version of tcl")
+    if ck["arch"] not in ARCHS:
+        raise FormatError(f"{path}: unknown model architecture {ck['arch']!r} (this tcl has {sorted(ARCHS)})")
     cfg_cls, model_cls = ARCHS[ck["arch"]]
-    model = model_cls(cfg_cls(**ck["config"]))
-    model.load_state_dict(ck.pop("state_dict"))
+    try:
+        model = model_cls(cfg_cls(**ck["config"]))
+    except Exception as e:  # unknown fields (TypeError), sizes no layer can take
+        raise FormatError(f"{path}: the checkpoint's config does not make a {ck['arch']} model ({e})") from e
+    try:
+        model.load_state_dict(ck.pop("state_dict"))
+    except RuntimeError as e:  # missing, unexpected or differently shaped weights
+        first = str(e).strip().splitlines()
+        raise FormatError(f"{path}: the weights do not match the checkpoint's config "
+                          f"({' '.join(x.strip() for x in first[:3])[:300]})") from None
     model.eval()
     return model, ck
 

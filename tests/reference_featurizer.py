@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 
 import numpy as np
 
+from tcl import FormatError
 from tcl.features import SPEC
 from tcl.records import discover, parse_ansor_line, parse_ms_record_line, parse_ms_workload_line, _lines
 
@@ -35,9 +37,32 @@ def log_scale(v: float) -> float:
     return math.log1p(v) if v >= 0 else -math.log1p(-v)
 
 
+def num(v) -> float:
+    """A number the featurizer uses: one beyond the double range (1e400 parses as inf, a long
+    integer does not convert) is malformed, as in the C++ cursor."""
+    try:
+        f = float(v)
+    except OverflowError:
+        f = math.inf
+    if not math.isfinite(f):
+        raise ValueError("number out of range")
+    return f
+
+
+def int64(v) -> int:
+    """The C++ cursor's integer(): integral and in the int64 range."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("expected an integer")
+    if isinstance(v, float) and not math.isfinite(v) or not -2**63 <= v < 2**63:
+        raise ValueError("integer out of range")
+    if v != int(v):
+        raise ValueError("expected an integer")
+    return int(v)
+
+
 def pragma_value(s: str) -> float:
     m = re.fullmatch(r"auto_unroll_max_step\$([0-9]*)", s)
-    return float(int(m.group(1) or 0)) if m else -1.0
+    return num(int(m.group(1) or 0)) if m else -1.0
 
 
 def name_tags(name: str) -> int:
@@ -66,9 +91,14 @@ class Stats:
         self.extents: list[float] = []
         self.tensors: list[float] = []
 
+    # A product that overflows (or is NaN) and a negative size are not counted, as in C++.
     def add_extent(self, e):
-        if e > 0:
+        if 0 < e <= sys.float_info.max:
             self.extents.append(float(e))
+
+    def add_tensor(self, e):
+        if 0 <= e <= sys.float_info.max:
+            self.tensors.append(float(e))
 
     def vector(self, n_steps: int) -> np.ndarray:
         out = np.zeros(W, np.float32)
@@ -127,11 +157,12 @@ def _walk_key(items, stats: Stats, top: bool):
         elif isinstance(it, bool) or it is None or isinstance(it, dict):
             numbers_only = False
         else:
-            numbers.append(float(it))
+            numbers.append(num(it))
     if not top and numbers_only and numbers:
-        stats.tensors.append(product(numbers))
+        stats.add_tensor(product(numbers))
     else:
-        stats.tensors.extend(numbers)
+        for v in numbers:
+            stats.add_tensor(v)
 
 
 def _ansor_field(v, out: list, pragma: bool):
@@ -145,7 +176,7 @@ def _ansor_field(v, out: list, pragma: bool):
     elif v is None:
         out.append(0.0)
     else:
-        out.append(float(v))
+        out.append(num(v))
 
 
 def ansor_program(rec) -> tuple[np.ndarray, int, np.ndarray]:
@@ -156,7 +187,7 @@ def ansor_program(rec) -> tuple[np.ndarray, int, np.ndarray]:
         values: list[float] = []
         for i, f in enumerate(fields):
             if code == "SP" and i == 2 and isinstance(f, (int, float)) and not isinstance(f, bool):
-                stats.add_extent(f)
+                stats.add_extent(num(f))
             _ansor_field(f, values, code == "PR" and i == 2)
         rows.append((KIND[code], values))
     _walk_key(rec.task.workload(), stats, True)
@@ -173,7 +204,7 @@ def _ms_flatten(v, out: list, inputs: bool):
             _ms_flatten(x, out, inputs)
     elif isinstance(v, str):
         if inputs and RV.match(v):
-            out.append(float(int(v[1:])))
+            out.append(num(int(v[1:])))
         elif len(v) >= 2 and v[0] == '"' and v[-1] == '"':
             out.append(STRING_CODES.get(v[1:-1], 0))
         else:
@@ -185,7 +216,7 @@ def _ms_flatten(v, out: list, inputs: bool):
     elif isinstance(v, dict):
         pass
     else:
-        out.append(float(v))
+        out.append(num(v))
 
 
 def ms_trace(insts, decisions, args_info=None):
@@ -216,7 +247,7 @@ def ms_trace(insts, decisions, args_info=None):
             if isinstance(arg, list):
                 for a in arg:
                     if isinstance(a, list):
-                        stats.tensors.append(product(float(x) for x in a))
+                        stats.add_tensor(product(num(x) for x in a))
     m, n = rows_to_matrix(rows)
     return m, n, stats.vector(len(rows))
 
@@ -241,27 +272,46 @@ def reference_featurize(paths) -> dict:
             return
         seq.append(m), length.append(n), task.append(t), cost.append(latency), workload.append(w)
 
+    def ansor_line(text):
+        rec = parse_ansor_line(text)
+        for v in (rec.task.hardware_params or []) + [rec.error_no]:
+            int64(v)
+        for c in rec.costs:
+            num(c)
+        m, n, w = ansor_program(rec)
+        add(task_id((rec.task.workload_key, rec.task.target)), rec,
+            None if rec.failed else rec.latency, m, n, w)
+
+    def ms_line(text, wl):
+        rec = parse_ms_record_line(text, wl)
+        for c in rec.run_secs or []:
+            num(c)
+        m, n, w = ms_trace(rec.insts, rec.decisions, rec.args_info)
+        target = json.dumps(rec.target, separators=(",", ":"))
+        add(task_id((rec.workload_hash, target)), rec, None if rec.failed else rec.latency, m, n, w)
+
+    def each_line(path, fn):
+        # A bad line raises FormatError naming file and line (no column: this is no cursor).
+        for line_no, text in _lines(path):
+            try:
+                fn(text)
+            except (ValueError, OverflowError) as e:
+                raise FormatError(f"{path}:{line_no}: {e}") from None
+
     for src in discover(paths):
         if src.kind == "ansor":
-            for _, text in _lines(src.path):
-                rec = parse_ansor_line(text)
-                t = task_id((rec.task.workload_key, rec.task.target))
-                m, n, w = ansor_program(rec)
-                add(t, rec, None if rec.failed else rec.latency, m, n, w)
+            each_line(src.path, ansor_line)
         else:
-            wl = [parse_ms_workload_line(text) for _, text in _lines(src.workload_path)]
-            for _, text in _lines(src.path):
-                rec = parse_ms_record_line(text, wl)
-                target = json.dumps(rec.target, separators=(",", ":"))
-                t = task_id((rec.workload_hash, target))
-                m, n, w = ms_trace(rec.insts, rec.decisions, rec.args_info)
-                add(t, rec, None if rec.failed else rec.latency, m, n, w)
+            wl: list = []
+            each_line(src.workload_path, lambda text: wl.append(parse_ms_workload_line(text)))
+            each_line(src.path, lambda text: ms_line(text, wl))
     task_arr = np.array(task, np.int32)
     cost_arr = np.array(cost, np.float64)
     best = {}
     for t, c in zip(task, cost):
         best[t] = min(best.get(t, math.inf), c)
     label = np.array([best[t] / c for t, c in zip(task, cost)], np.float64).astype(np.float32)
+    label = np.maximum(label, np.finfo(np.float32).smallest_subnormal)  # (0, 1], as in C++
     return {
         "seq": np.stack(seq) if seq else np.zeros((0, L, SPEC.row_dim), np.float32),
         "length": np.array(length, np.int32),

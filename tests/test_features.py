@@ -2,6 +2,8 @@
 
 import json
 import lzma
+import math
+import re
 import shutil
 import subprocess
 import sys
@@ -113,7 +115,7 @@ def test_compressed_files_read_the_same(tmp_path):
 
 def test_pack_and_restore_a_dataset(tmp_path, capsys):
     from tcl.cli import main
-    from tcl.records import is_packed
+    from tcl.packing import is_packed
 
     ds = tmp_path / "ds"
     shutil.copytree(MS_FIXTURE, ds)
@@ -256,3 +258,185 @@ def test_dataset_tree_with_task_and_platform_files(tmp_path):
 
     info = dataset_info([tmp_path / "datasets"])
     assert info["cpu-avx512"]["tasks"] == 2 and info["cpu-avx512"]["networks"] == ["resnet18", "vgg11"]
+
+
+
+# ---- Numbers out of range and costs that are no measurement
+
+
+def ansor_line(extent="56", value="2", key_extra="2.5", hw="2, 64", costs="0.004", error_no="0",
+               timestamp="1700000001", extra_step=""):
+    """HANDMADE[1] as text, with any part replaced by a literal that json.dumps cannot write."""
+    key = json.dumps(f'["6d125280c99b3732e95e03b4ef2b5fb7", [[1, 64, 56, 56], [64, 64, 3, 3]], {key_extra}]')
+    steps = f'["SP", 0, 0, {extent}, [7, 8], 1], ["AN", 0, 1, {value}]{extra_step}'
+    return (f'{{"i": [[{key}, "llvm -keys=cpu", [{hw}]], [[], [{steps}]]], '
+            f'"r": [[{costs}], {error_no}, 1.0, {timestamp}], "v": "v0.6"}}')
+
+
+def ms_line(index="0", decision_index="2", decision="8, 16", split_attrs="1, 0", run_secs="[0.001]",
+            shape="128, 128", loop="l1"):
+    """One MetaSchedule tuning record as text (workload "123" of MS_WORKLOAD)."""
+    insts = (f'["GetSBlock", [], ["C", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2"]], '
+             f'["SamplePerfectTile", ["{loop}"], [2, 64], ["v3", "v4"]], '
+             f'["Split", ["l1", "v3", "v4"], [{split_attrs}], ["l5", "l6"]]')
+    trace = f'[[{insts}], [[{decision_index}, [{decision}]]]]'
+    return f'[{index}, [{trace}, {run_secs}, {{"kind": "llvm"}}, [["TENSOR", "float32", [{shape}]]]]]'
+
+
+MS_WORKLOAD = '["123", "AA=="]\n'
+
+
+def core(kind, text, errors="raise"):
+    """tcl._core.featurize_files on one in-memory source named t.log."""
+    wl = ("wl.json", MS_WORKLOAD.encode()) if kind == "metaschedule" else (None, None)
+    return tcl._core.featurize_files([(kind, "t.log", text.encode(), *wl)], errors, 1)
+
+
+def write_input(tmp_path, kind, lines):
+    """An Ansor log or a MetaSchedule database holding `lines`; returns (path to featurize, file
+    that errors name)."""
+    if kind == "ansor":
+        log = tmp_path / "log.json"
+        log.write_text("\n".join(lines) + "\n")
+        return log, log
+    db = tmp_path / "db"
+    db.mkdir()
+    (db / "database_workload.json").write_text(MS_WORKLOAD)
+    (db / "database_tuning_record.json").write_text("\n".join(lines) + "\n")
+    return db, db / "database_tuning_record.json"
+
+
+@pytest.mark.parametrize("value", ["9.3e18", "1e300", "-1e19", "9223372036854775808", "1e400", "-1e400"])
+@pytest.mark.parametrize("where", ["error_no", "hardware_params", "workload_index", "decision_index"])
+def test_integers_beyond_int64_raise_without_undefined_casts(value, where):
+    # Such a double used to be converted to int64 before its range was checked: undefined
+    # behaviour (the sanitizer job aborts on it), and the message said nothing about the range.
+    kind, bad = {
+        "error_no": ("ansor", ansor_line(error_no=value)),
+        "hardware_params": ("ansor", ansor_line(hw="2, " + value)),
+        "workload_index": ("metaschedule", ms_line(index=value)),
+        "decision_index": ("metaschedule", ms_line(decision_index=value)),
+    }[where]
+    good = ansor_line() if kind == "ansor" else ms_line()
+    text = f"{good}\n{bad}\n{good}\n"
+    pattern = rf"t\.log:2: (integer|number) out of range at column \d+, found '{re.escape(value[:5])}"
+    with pytest.raises(FormatError, match=pattern):
+        core(kind, text)
+    out = core(kind, text, "skip")
+    assert out["skipped"] == 1 and len(out["label"]) == 2
+    with pytest.raises(FormatError, match="expected an integer"):  # no NaN literal in JSON
+        core("ansor", ansor_line(error_no="NaN"))
+
+
+@pytest.mark.parametrize("kind,bad", [
+    ("ansor", ansor_line(costs="0")),
+    ("ansor", ansor_line(costs="-0.0")),
+    ("ansor", ansor_line(costs="-1e-3")),
+    ("ansor", ansor_line(costs="0.002, 0")),
+    ("metaschedule", ms_line(run_secs="[0]")),
+    ("metaschedule", ms_line(run_secs="[-0.0]")),
+    ("metaschedule", ms_line(run_secs="[-1e-3]")),
+    ("metaschedule", ms_line(run_secs="[0.001, -0.001]")),
+], ids=lambda v: v if len(v) < 16 else None)
+def test_zero_or_negative_costs_count_as_failed(tmp_path, kind, bad):
+    # They used to become a label of inf, NaN, 0 or below zero; the labels are (0, 1].
+    line = ansor_line if kind == "ansor" else ms_line
+    good = [line(costs="0.004"), line(costs="0.002")] if kind == "ansor" else \
+        [line(run_secs="[0.004]"), line(run_secs="[0.002]")]
+    path, _ = write_input(tmp_path, kind, [good[0], bad, good[1]])
+    fs = tcl.featurize(path)
+    assert fs.summary()["failed"] == 1 and len(fs) == 2
+    assert fs.label.tolist() == [0.5, 1.0]
+    assert_same(fs, reference_featurize(path))
+    r = read(path)
+    assert len(r.records) == 2 and len(r.failed) == 1
+
+
+def test_python_reader_fails_the_same_costs():
+    from tcl.records import _failed
+
+    for costs in ([0.0], [-0.0], [-1e-3], [math.nan], [0.002, 0.0], [1e10], []):
+        assert _failed(costs), costs
+    assert not _failed([0.002, 1e-300])
+
+
+def test_labels_stay_above_zero_for_extreme_ratios(tmp_path):
+    # best / cost below the smallest float32 used to round to a label of 0.
+    log, _ = write_input(tmp_path, "ansor", [ansor_line(costs="1e-300"), ansor_line(costs="1e8")])
+    fs = tcl.featurize(log)
+    assert len(fs) == 2 and np.all(fs.label > 0) and np.all(fs.label <= 1)
+    assert_same(fs, reference_featurize(log))
+
+
+NINES = "9" * 400
+NON_FINITE = [  # (kind, line, found): a literal beyond the double range where a value is read
+    ("ansor", ansor_line(extent="1e400"), "1e400"),
+    ("ansor", ansor_line(value="-1e400"), "-1e400"),
+    ("ansor", ansor_line(value="1" + "0" * 400), "10000"),
+    ("ansor", ansor_line(key_extra="[1e400, 2]"), "1e400"),
+    ("ansor", ansor_line(costs="1e400"), "1e400"),
+    ("ansor", ansor_line(extra_step=f', ["PR", 0, 1, "auto_unroll_max_step${NINES}"]'), '"auto'),
+    ("metaschedule", ms_line(split_attrs="1e400, 0"), "1e400"),
+    ("metaschedule", ms_line(decision="1e400, 16"), "1e400"),
+    ("metaschedule", ms_line(shape="1e400, 128"), "1e400"),
+    ("metaschedule", ms_line(run_secs="[1e400]"), "1e400"),
+    ("metaschedule", ms_line(loop="l" + NINES), '"l999'),
+]
+
+
+@pytest.mark.parametrize("kind,bad,found", NON_FINITE, ids=lambda v: v[:12] if len(v) < 60 else None)
+def test_numbers_beyond_double_range_are_format_errors(tmp_path, kind, bad, found):
+    # They used to become inf in seq / workload (and a NaN score in the ONNX model).
+    good = ansor_line() if kind == "ansor" else ms_line()
+    path, named = write_input(tmp_path, kind, [good, bad, good])
+    pattern = rf"{re.escape(str(named))}:2: .*number out of range at column \d+, found '{re.escape(found)}"
+    with pytest.raises(FormatError, match=pattern):
+        tcl.featurize(path)
+    fs = tcl.featurize(path, errors="skip")
+    assert fs.skipped == 1 and len(fs) == 2 and f"{named}:2:" in fs.errors[0]
+    assert np.isfinite(fs.seq).all() and np.isfinite(fs.workload).all()
+    with pytest.raises(FormatError, match=f"{re.escape(str(named))}:2:"):
+        reference_featurize(path)
+
+
+def test_numbers_beyond_double_range_in_traces_raise():
+    trace = json.loads(ms_line())[1][0]
+    bad = json.dumps(trace).replace("[8, 16]", "[1e400, 16]")
+    with pytest.raises(FormatError, match="trace 1: number out of range at column"):
+        tcl.featurize_traces([json.dumps(trace), bad])
+    text = "\n".join([
+        "def apply_trace(sch: s_tir.Schedule) -> None:",
+        '  b0 = sch.get_sblock(name="C", func_name="main")',
+        "  l1, l2 = sch.get_loops(block=b0)",
+        "  v3, v4 = sch.sample_perfect_tile(loop=l1, n=2, max_innermost_factor=64, decision=[8, 16])",
+    ])
+    tcl.featurize_traces([text])
+    bad = text.replace("[8, 16]", "[1e400, 16]")
+    column = bad.splitlines()[3].index("1e400") + 1
+    with pytest.raises(FormatError, match=f"line 4: number out of range at column {column}, found '1e400"):
+        tcl.featurize_traces([bad])
+    with pytest.raises(FormatError, match="line 4: number out of range"):
+        tcl.featurize_traces([text.replace("loop=l1", "loop=l" + NINES)])
+
+
+def test_tiny_and_skipped_out_of_range_literals_are_not_errors(tmp_path):
+    # 1e-400 underflows to 0 (it used to read as inf); a skipped field may hold 1e400.
+    lines = [ansor_line(value="1e-400", extent="-1e-400"), ansor_line(timestamp="1e400")]
+    log, _ = write_input(tmp_path, "ansor", lines)
+    fs = tcl.featurize(log)
+    assert_same(fs, reference_featurize(log))
+    assert len(fs) == 2 and fs.seq[0, 1, SPEC.num_kinds + 3] == 0.0
+
+
+@pytest.mark.parametrize("kind,line", [
+    ("ansor", ansor_line(key_extra="[1e200, 1e200], [-1, 3], -5, [1e300, 1e300, 0]")),
+    ("metaschedule", ms_line(decision="1e200, 1e200", shape="1e300, 1e300")),
+    ("metaschedule", ms_line(decision="-4, 4", shape="-4, 4")),
+])
+def test_overflowing_products_and_negative_sizes_stay_finite(tmp_path, kind, line):
+    # A shape or tile product that overflows (or is inf * 0) and a negative size are not counted
+    # in the workload descriptor: they used to make it inf or NaN.
+    path, _ = write_input(tmp_path, kind, [line])
+    fs = tcl.featurize(path)
+    assert len(fs) == 1 and np.isfinite(fs.seq).all() and np.isfinite(fs.workload).all()
+    assert_same(fs, reference_featurize(path))

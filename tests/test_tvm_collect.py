@@ -19,7 +19,8 @@ tvm = pytest.importorskip("tvm")
 
 from tvm.s_tir import meta_schedule as ms  # noqa: E402
 
-from tcl.records import is_packed, pack_dataset, read, read_platform  # noqa: E402
+from tcl.packing import is_packed, pack_dataset
+from tcl.records import read, read_platform  # noqa: E402
 from tcl.tvm import networks as nets  # noqa: E402
 from tcl.tvm.builder import default_target  # noqa: E402
 from tcl.tvm.collect import CollectError, collect, remeasure, task_split  # noqa: E402
@@ -227,15 +228,117 @@ def test_clear_errors(tmp_path):
     with pytest.raises(CollectError, match="cannot reach the TVM RPC tracker"):
         collect("sweep", tmp_path, 4, default_target(2), rpc=f"127.0.0.1:{_free_port()}", key="k")
     assert time.time() - start < 30
-    assert not list(tmp_path.iterdir())  # nothing written before the checks pass
+    assert [p.name for p in tmp_path.iterdir()] == [".collect.lock"]  # nothing but the lock before the checks pass
+    for bad, match in [(dict(batch_size=0), "--batch-size must be positive"),
+                       (dict(random_fraction=7), "--random-fraction must be between 0 and 1"),
+                       (dict(programs_per_task=-5), "--programs-per-task must be positive"),
+                       (dict(max_minutes=0), "--max-minutes must be positive")]:
+        kwargs = {"programs_per_task": 4, **bad}
+        start = time.time()
+        with pytest.raises(CollectError, match=match):
+            collect("sweep", tmp_path / "bad", kwargs.pop("programs_per_task"), **kwargs)
+        assert time.time() - start < 5 and not (tmp_path / "bad").exists()  # refused before any set-up
+
+
+def _listener(reply: bytes | None):
+    """A TCP server on 127.0.0.1 that accepts and then says `reply` (None: nothing at all)."""
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    conns = []
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            conns.append(c)
+            if reply is not None:
+                c.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, conns
+
+
+@pytest.mark.parametrize("reply", [None, b"HTTP/1.0 400 Bad request\r\n\r\n"], ids=["silent", "http"])
+def test_rpc_port_that_is_not_a_tracker_fails_fast(tmp_path, reply):
+    from tcl.tvm.collect import check_tracker
+
+    srv, conns = _listener(reply)
+    try:
+        start = time.time()
+        with pytest.raises(CollectError, match="not .*a TVM RPC tracker"):
+            check_tracker("127.0.0.1", srv.getsockname()[1], "k", timeout=2)
+        assert time.time() - start < 10
+    finally:
+        srv.close()
+        for c in conns:
+            c.close()
+
+
+def test_refuses_another_host_or_target(local, tmp_path):
+    src, _, _ = local
+    out = tmp_path / "other-host"
+    shutil.copytree(src, out)
+    plat = json.loads((out / "platform.json").read_text())
+    plat.update(vendor="SomeOtherVendor", cpu_model="Another CPU", name="another-cpu-2c")
+    (out / "platform.json").write_text(json.dumps(plat))
+    with pytest.raises(CollectError, match="another host.*another-cpu-2c.*SomeOtherVendor"):
+        collect("sweep", out, 8, default_target(2), held_out=None, progress_stream=io.StringIO(), **SMALL)
+    with pytest.raises(CollectError, match="holds data of platform"):
+        collect("sweep", src, 8, default_target(1), held_out=None, progress_stream=io.StringIO(), **SMALL)
+    assert len(_records_file(out).read_text().splitlines()) == 6  # nothing added
+
+
+def test_host_identity_in_platform_json(local):
+    from tcl.tvm.hardware import platform_name, same_host
+
+    out, _, _ = local
+    plat = json.loads((out / "platform.json").read_text())
+    for k in ("vendor", "cpu_family", "cpu_model_number", "stepping", "isa_flags", "l2_kb", "host_cores"):
+        assert k in plat
+    assert plat["name"] == platform_name(plat) and plat["name"].endswith("-2c")
+    assert same_host(plat, dict(plat)) == [] and same_host(plat, {**plat, "stepping": -1}) == ["stepping"]
+    assert same_host(plat, {"vendor": plat["vendor"]}) == []  # fields one side lacks are not compared
+    zen1 = {"vendor": "AuthenticAMD", "cpu_family": 23, "cpu_model_number": 1, "cpu_model": "AMD EPYC 7551", "cores": 2}
+    assert platform_name(zen1) == "zen1-epyc-2c"
+    assert platform_name({**zen1, "cpu_family": 25, "cpu_model_number": 17, "mcpu": "haswell", "host_mcpu": "znver4",
+                          "cores": 1}) == "zen4-epyc-1c-haswell"
+
+
+def test_pack_during_a_collection_loses_nothing(tmp_path):
+    """`tcl pack` while a collection writes is refused; the collection's records all survive."""
+    from tcl.cli import main as tcl_main
+
+    out = tmp_path / "ds"
+    cmd = [sys.executable, "-m", "tcl.tvm.collect", "--network", "sweep", "--task-filter", "matmul_64x64x64",
+           "--programs-per-task", "12", "--batch-size", "2", "--repeat", "1", "--num-cores", "1",
+           "--held-out", "none", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        while not (list(out.glob("*/database_tuning_record.json"))
+                   and _records_file(out).read_bytes().count(b"\n") >= 4):
+            assert proc.poll() is None and time.time() < deadline, "the collection did not start writing"
+            time.sleep(0.2)
+        assert tcl_main(["pack", str(out)]) == 2  # refused: the collection holds the lock
+        assert proc.wait(timeout=300) == 0
+    finally:
+        proc.kill()
+    assert len(_records_file(out).read_bytes().splitlines()) == 12 and not is_packed(out)
+    assert tcl_main(["pack", str(out)]) == 0 and is_packed(out)  # once it is done, pack works
+    assert len(read(out).records) + len(read(out).failed) == 12
 
 
 def test_one_collection_per_directory(tmp_path):
-    from tcl.tvm.collect import _lock
+    from tcl.packing import dataset_lock
 
-    held = _lock(tmp_path)  # as a running collection holds it
+    held = dataset_lock(tmp_path)  # as a running collection holds it
     try:
-        with pytest.raises(CollectError, match="another collection is writing"):
+        with pytest.raises(CollectError, match="another process .*is writing"):
             collect("sweep", tmp_path, 4, default_target(2), held_out=None, **SMALL)
     finally:
         held.close()
@@ -255,3 +358,40 @@ def test_network_tasks_and_split():
     assert task_split({"shash": "1", "networks": ["resnet50"]}, set()) == "test"
     with pytest.raises(nets.UnknownNetworkError):
         nets.network_tasks("nope", target)
+
+
+def test_sweep_covers_every_operator_family():
+    from tcl.tvm.sweep import _BUILDERS, SHAPES
+
+    tasks = nets.sweep_tasks()
+    assert len({t.name for t in tasks}) == len(tasks) == len(SHAPES)
+    assert {op for op, _ in SHAPES} == set(_BUILDERS)  # every family has shapes
+    assert all(sum(op == fam for op, _ in SHAPES) >= 2 or fam == "conv3d_ncdhw" for fam in _BUILDERS)
+    assert all(t.flops > 0 for t in tasks if "pool" not in t.name and "reduce" not in t.name)
+    # the original sweep's tasks keep their names (dataset directories are named after them)
+    assert tasks[0].name == "sweep_matmul_1x1000x512" and tasks[8].name == "sweep_conv2d_1x56x56x64x64x3x1x1"
+
+
+def test_audio_network_has_conv1d_tasks():
+    tasks = nets.network_tasks("wav2vec_features", default_target(1))
+    assert sum("conv1d" in t.name for t in tasks) >= 5
+
+
+def test_workers_share_the_runner_and_pin_measurement(tmp_path):
+    """Two collecting processes: every task gets its programs once; with two CPUs allowed, programs run on
+    the last one and everything else on the others."""
+    allowed = sorted(os.sched_getaffinity(0))
+    pin = [allowed[-1]] if len(allowed) > 1 else None
+    out = tmp_path / "w"
+    result = collect("sweep", out, 4, default_target(1), held_out=None, progress_stream=io.StringIO(),
+                     task_filter="matmul_", max_tasks=3, batch_size=2, repeat=1, population=32, workers=2,
+                     measure_cpus=pin)
+    assert result["measured"] == 12 and result["tasks_worked_on"] == 3 and result["programs_per_hour"] > 0
+    dirs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(dirs) == 3
+    for d in dirs:
+        lines = (d / "database_tuning_record.json").read_text().splitlines()
+        assert len(lines) == 4 and len(set(_trace_lines(d / "database_tuning_record.json"))) == 4
+    assert sorted(os.sched_getaffinity(0)) == allowed  # the calling process keeps its CPUs
+    with pytest.raises(CollectError, match="leaves no CPU"):
+        collect("sweep", tmp_path / "x", 4, default_target(1), measure_cpus=allowed)

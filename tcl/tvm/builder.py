@@ -112,13 +112,15 @@ def make_runner(
     tracker_key: str | None = None,
     session_timeout_sec: int = 60,
     max_workers: int = 1,
+    initializer=None,
 ):
-    """LocalRunner, or RPCRunner through a TVM RPC tracker when tracker_host/port/key are given."""
+    """LocalRunner, or RPCRunner through a TVM RPC tracker when tracker_host/port/key are given.
+    `initializer` runs in the LocalRunner's worker process (e.g. to pin it to CPUs)."""
     config = ms.runner.EvaluatorConfig(
         number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, enable_cpu_cache_flush=False
     )
     if tracker_host is None:
-        return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=config)
+        return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=config, initializer=initializer)
     if tracker_port is None or tracker_key is None:
         raise ValueError("an RPC runner needs tracker_host, tracker_port and tracker_key")
     rpc = ms.runner.RPCConfig(

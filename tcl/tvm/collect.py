@@ -18,117 +18,29 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import fcntl
 import json
 import logging
 import os
 import shutil
-import socket
-import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import tvm
 from tvm.s_tir import meta_schedule as ms
-from tvm.target import Target, codegen
+from tvm.target import Target
 
 from . import networks as nets
-from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
+from .collect_options import add_collect_arguments
+from .builder import import_cpu_tensor_intrin, make_builder, make_runner
+from .measure import Budget, Measurer, Progress, _repair_lines, collect_task, pin_to_cpus, summarize
+from .targets import (CollectError, check_target, check_tracker, local_device_target, parse_rpc,  # noqa: F401
+                      parse_target)
 from .dataset import records_in_file_order
-from ..records import is_packed, pack_dataset
-from .hardware import platform_descriptor
+from ..packing import DatasetBusy, dataset_lock, is_packed, pack_dataset
+from .hardware import platform_descriptor, platform_name, same_host
 
-FAILED = 1e10  # what MetaSchedule stores as run_secs for a failed build or run
 LOG = logging.getLogger("tcl.collect")
-
-
-class CollectError(RuntimeError):
-    """A problem the user can fix: unknown network, a target TVM cannot build, an unreachable tracker."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Targets, trackers
-
-
-def parse_target(spec: str | dict | Target | None = None, num_cores: int | None = None,
-                 mcpu: str | None = None) -> Target:
-    """A Target from None (this host), a JSON dict, or 'llvm -mcpu=haswell -num-cores=1'-style text."""
-    if isinstance(spec, Target):
-        return spec
-    if spec is None or spec == "llvm":
-        return default_target(num_cores, mcpu)
-    if isinstance(spec, str) and spec.lstrip().startswith("{"):
-        spec = json.loads(spec)
-    if isinstance(spec, str):
-        kind, *flags = spec.split()
-        spec = {"kind": kind}
-        for f in flags:
-            k, _, v = f.lstrip("-").partition("=")
-            spec[k] = int(v) if v.isdigit() else v
-    spec = dict(spec)
-    if spec.get("kind") == "llvm":
-        spec.setdefault("mcpu", mcpu or codegen.llvm_get_system_cpu())
-        spec.setdefault("num-cores", num_cores or default_target().attrs["num-cores"])
-    try:
-        return Target(spec)
-    except Exception as e:  # TVM raises several types for a bad target
-        raise CollectError(f"not a valid TVM target: {spec} ({str(e).splitlines()[-1]})") from None
-
-
-def check_target(target: Target) -> None:
-    """Compile a tiny function for `target`, so a bad target fails now with a clear message."""
-    if target.kind.name == "llvm":
-        mcpu = str(target.attrs.get("mcpu", ""))
-        if mcpu and not codegen.llvm_is_valid_cpu(mcpu, codegen.llvm_get_system_triple()):
-            raise CollectError(f"LLVM does not know mcpu={mcpu!r} (target {target})")
-    from tvm import te
-
-    a = te.placeholder((8,), name="A")
-    b = te.compute((8,), lambda i: a[i] + 1.0, name="B")
-    try:
-        tvm.compile(tvm.IRModule({"main": te.create_prim_func([a, b])}), target=target)
-    except Exception as e:
-        raise CollectError(f"TVM cannot build for target {target}: {str(e).strip().splitlines()[-1]}") from None
-
-
-def local_device_target(target: Target) -> Target:
-    """A GPU target measured on this machine: the device must exist; a bare kind ({"kind": "cuda"})
-    gets the device's limits (MetaSchedule's GPU rules need max_threads_per_block and friends)."""
-    if target.kind.name == "llvm":
-        return target
-    dev = tvm.device(target.kind.name, 0)
-    if not dev.exist:
-        raise CollectError(f"no {target.kind.name} device on this machine; measure through --rpc on a machine "
-                           "that has one, or use an llvm target")
-    return target if "max_threads_per_block" in target.attrs else Target.from_device(dev)
-
-
-def parse_rpc(rpc: str | None) -> tuple[str, int] | None:
-    if not rpc:
-        return None
-    host, _, port = rpc.rpartition(":")
-    if not host or not port.isdigit():
-        raise CollectError(f"--rpc wants HOST:PORT of a TVM RPC tracker, not {rpc!r}")
-    return host, int(port)
-
-
-def check_tracker(host: str, port: int, key: str, timeout: float = 5.0) -> None:
-    """The tracker answers and has a server registered under `key` (or fails with what to do)."""
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as e:
-        raise CollectError(f"cannot reach the TVM RPC tracker at {host}:{port} ({e}); start one with "
-                           f"`python -m tvm.exec.rpc_tracker --host {host} --port {port}`") from None
-    from tvm import rpc
-
-    summary = rpc.connect_tracker(host, port).summary()
-    keys = {k.split(":")[-1] for info in summary.get("server_info", []) for k in [info.get("key", "")]}
-    if key not in keys and key not in summary.get("queue_info", {}):
-        raise CollectError(f"no RPC server with key {key!r} at tracker {host}:{port} (registered: "
-                           f"{sorted(keys) or 'none'}); start one with `python -m tvm.exec.rpc_server "
-                           f"--tracker={host}:{port} --key={key}`")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,24 +51,6 @@ def _write_json(path: Path, obj) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(obj, indent=1) + "\n")
     os.replace(tmp, path)  # atomic: a kill never leaves half a file
-
-
-def _repair_lines(path: Path) -> int:
-    """Drop a last line cut by a kill (no newline, or not JSON); returns how many bytes were dropped."""
-    if not path.exists():
-        return 0
-    data = path.read_bytes()
-    keep = len(data) if data.endswith(b"\n") else data.rfind(b"\n") + 1
-    if keep:  # the last complete line must parse too
-        start = data.rfind(b"\n", 0, keep - 1) + 1
-        try:
-            json.loads(data[start:keep])
-        except ValueError:
-            keep = start
-    if keep != len(data):
-        with open(path, "r+b") as f:
-            f.truncate(keep)
-    return len(data) - keep
 
 
 def task_dir(out_dir: Path, task: nets.Task) -> Path:
@@ -205,198 +99,53 @@ def _count_lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
-def summarize(records) -> dict:
-    """Counts and the spread of repeated measurements (coefficient of variation) of a task's records."""
-    ok = [[float(s) for s in r.run_secs] for r in records if min(float(s) for s in r.run_secs) < FAILED / 10]
-    cvs = [statistics.pstdev(s) / statistics.mean(s) for s in ok if len(s) > 1]
-    return {"programs": len(ok), "failures": len(records) - len(ok),
-            "cv_median": round(statistics.median(cvs), 5) if cvs else None,
-            "best_secs": min(statistics.mean(s) for s in ok) if ok else None}
-
-
-# ---------------------------------------------------------------------------------------------
-# Measuring
-
-
-class Progress:
-    """One status line on stderr: programs done, rate, ETA (a line every 30 s when not a terminal)."""
-
-    def __init__(self, total: int, stream=sys.stderr):
-        self.total, self.done, self.stream = total, 0, stream
-        self.start = self.last = time.time()
-        self.tty = stream.isatty()
-
-    def update(self, n: int, what: str = "") -> None:
-        self.done += n
-        now = time.time()
-        if not self.tty and now - self.last < 30 and self.done < self.total:
-            return
-        self.last = now
-        rate = self.done / max(now - self.start, 1e-9)
-        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-        eta_s = f"{int(eta // 3600)}h{int(eta % 3600 // 60):02d}m{int(eta % 60):02d}s" if eta != float("inf") else "?"
-        line = f"[collect] {self.done}/{self.total} programs  {rate * 60:.1f}/min  ETA {eta_s}  {what}"
-        print(("\r" + line[:150].ljust(150)) if self.tty else line, end="" if self.tty else "\n",
-              file=self.stream, flush=True)
-
-    def close(self) -> None:
-        if self.tty:
-            print(file=self.stream)
-
-
-@dataclass
-class Measurer:
-    """Builds and runs candidates, appends their records to a task's database."""
-
-    target: Target
-    builder: ms.builder.Builder
-    runner: ms.runner.Runner
-    measured: int = 0
-    failed: int = 0
-    seconds: float = 0.0
-
-    def close(self) -> None:
-        """Stop the builder's and the runner's worker processes."""
-        if hasattr(self.builder, "shutdown"):
-            self.builder.shutdown()
-        if getattr(self.runner, "pool", None) is not None:  # LocalRunner, RPCRunner
-            self.runner.pool.shutdown()
-
-    def measure(self, db, workload, cands) -> list:
-        start = time.time()
-        built = self.builder.build([ms.builder.BuilderInput(c.sch.mod, self.target) for c in cands])
-        results: list = [None] * len(cands)
-        todo = []
-        for i, (c, b) in enumerate(zip(cands, built)):
-            if b.error_msg:
-                results[i] = ms.runner.RunnerResult(None, "build: " + b.error_msg)
-            else:
-                todo.append(i)
-        device = "cpu" if self.target.kind.name == "llvm" else self.target.kind.name
-        inputs = [ms.runner.RunnerInput(built[i].artifact_path, device, cands[i].args_info) for i in todo]
-        for i, fut in zip(todo, self.runner.run(inputs)):
-            results[i] = fut.result()
-        for b in built:  # the exported libraries are not needed once run
-            if b.artifact_path:
-                shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)
-        for c, r in zip(cands, results):
-            secs = [float(s) for s in r.run_secs] if r.run_secs and not r.error_msg else [FAILED]
-            if secs == [FAILED]:
-                self.failed += 1
-                LOG.warning("failed program (stored as run_secs [1e10]): %s",
-                            (r.error_msg or "no result").strip().splitlines()[-1][:300])
-            db.commit_tuning_record(ms.database.TuningRecord(c.sch.trace, workload, secs, self.target, c.args_info))
-        self.measured += len(cands)
-        self.seconds += time.time() - start
-        return results
-
-
-def _trace_key(trace) -> str:
-    return str(trace)  # 0.1 ms per trace; the same text for a trace and its database round trip
-
-
-@dataclass
-class Budget:
-    deadline: float | None = None
-
-    def left(self) -> bool:
-        return self.deadline is None or time.time() < self.deadline
-
-
-def _search_context(task, target, strategy, seed, threads, db, workload, cost_model, trials, batch):
-    ctx = ms.TuneContext(mod=task.mod, target=target, space_generator="post-order-apply",
-                         search_strategy=strategy, task_name=task.name, rand_state=seed,
-                         num_threads=threads, logger=LOG)
-    ctx.pre_tuning(max_trials=trials, num_trials_per_iter=batch, design_spaces=ctx.generate_design_space(),
-                   database=db, cost_model=cost_model)
-    return ctx
-
-
-def collect_task(task: nets.Task, d: Path, programs: int, measurer: Measurer, budget: Budget,
-                 progress: Progress, random_fraction: float = 0.5, batch_size: int = 16,
-                 seed: int = 0, population: int = 256, max_stale_batches: int = 3) -> dict:
-    """Measure up to `programs` distinct programs of one task into its JSONDatabase `d` (resumable)."""
-    d.mkdir(parents=True, exist_ok=True)
-    for f in ("database_workload.json", "database_tuning_record.json"):
-        if _repair_lines(d / f):
-            LOG.warning("%s: dropped a line cut by an interrupted run", d / f)
-    db = ms.database.JSONDatabase(work_dir=str(d))
-    workload = db.commit_workload(task.mod)
-    records = db.get_all_tuning_records()
-    seen = {_trace_key(r.trace) for r in records}
-    n_done = len(records)
-    n_random = round(programs * random_fraction)
-    threads = min(int(measurer.target.attrs.get("num-cores", 1)), os.cpu_count() or 1)
-    stale = 0
-    while n_done < programs and budget.left() and stale < max_stale_batches:
-        evolutionary = n_done >= n_random
-        want = (programs if evolutionary else n_random) - n_done
-        if evolutionary:
-            model = ms.cost_model.XGBModel(num_tuning_cores=threads)
-            strategy = ms.search_strategy.EvolutionarySearch(population_size=population)
-        else:
-            model, strategy = None, ms.search_strategy.ReplayTrace()
-        # seeded by progress, so a resumed run does not replay the same random choices
-        ctx = _search_context(task, measurer.target, strategy, seed * 100003 + n_done + 1, threads, db,
-                              workload, model, 4 * want + batch_size, batch_size)
-        if model is not None and records:  # XGBoost starts from everything measured so far
-            ok = [r for r in records if min(float(s) for s in r.run_secs) < FAILED / 10]
-            model.update(ctx, [r.as_measure_candidate() for r in ok],
-                         [ms.runner.RunnerResult([float(s) for s in r.run_secs], None) for r in ok])
-        while n_done < (programs if evolutionary else n_random) and budget.left() and stale < max_stale_batches:
-            cands = ctx.generate_measure_candidates()
-            if not cands:
-                break
-            fresh, keys = [], set()
-            for c in cands:
-                k = _trace_key(c.sch.trace)
-                if k not in seen and k not in keys:
-                    fresh.append(c)
-                    keys.add(k)
-            fresh = fresh[: (programs if evolutionary else n_random) - n_done]
-            stale = 0 if fresh else stale + 1  # a small design space runs out of new programs
-            if not fresh:
-                ctx.notify_runner_results([], [])
-                continue
-            results = measurer.measure(db, workload, fresh)
-            seen |= keys
-            n_done += len(fresh)
-            ctx.notify_runner_results(fresh, results)
-            if model is not None:
-                model.update(ctx, fresh, results)
-            progress.update(len(fresh), f"{task.name} {n_done}/{programs}")
-        ctx.post_tuning()
-        if not budget.left() or stale >= max_stale_batches:
-            break
-        records = db.get_all_tuning_records()
-        if not evolutionary and n_done < n_random:  # replay-trace ran out of trials: search the rest
-            n_random = n_done
-    records = db.get_all_tuning_records()
-    out = summarize(records)
-    out["exhausted"] = stale >= max_stale_batches
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # Entry points
 
 
-def _lock(out_dir: Path):
-    """An exclusive lock on the dataset directory: two runs appending to one database would mix lines.
-    The OS drops it when the process dies, even by kill -9."""
-    f = open(out_dir / ".collect.lock", "a+")
+def check_settings(**settings) -> None:
+    """Refuse settings that cannot work before any set-up: counts must be positive, the random share
+    a fraction. None means "not given" and is accepted."""
+    for name, value in settings.items():
+        if value is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if name == "random_fraction":
+            if not 0.0 <= value <= 1.0:
+                raise CollectError(f"{flag} must be between 0 and 1, not {value}")
+        elif name == "min_repeat_ms":
+            if value < 0:
+                raise CollectError(f"{flag} must be 0 or more, not {value}")
+        elif not value > 0:
+            raise CollectError(f"{flag} must be positive, not {value}")
+
+
+def check_measure_cpus(cpus) -> None:
+    if cpus is None:
+        return
+    allowed = os.sched_getaffinity(0)
+    if not cpus or not set(cpus) <= allowed:
+        raise CollectError(f"--measure-cpus {cpus} must name CPUs this process may use: {sorted(allowed)}")
+    if not allowed - set(cpus):
+        raise CollectError(f"--measure-cpus {cpus} leaves no CPU for searching and building")
+
+
+def _lock(out_dir) -> "object":
+    """Create the dataset directory and take its lock (tcl.packing.dataset_lock) as a CollectError."""
+    out_dir = Path(out_dir)
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.close()
-        raise CollectError(f"another collection is writing to {out_dir}; wait for it or stop it first") from None
-    return f
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return dataset_lock(out_dir)
+    except DatasetBusy as e:
+        raise CollectError(str(e)) from None
+    except OSError as e:
+        raise CollectError(f"cannot write to {out_dir}: {e.strerror}") from None
 
 
 def _unpack(out_dir: Path):
     """A shipped (packed) dataset goes back to stock plain files, which the collector appends to."""
     if is_packed(out_dir):
-        stats = pack_dataset(out_dir, restore=True)
+        stats = pack_dataset(out_dir, restore=True, lock=False)  # the caller holds the lock
         print(f"[collect] {out_dir}: unpacked {stats['files']} .xz files to continue collecting "
               f"(`tcl pack {out_dir}` compresses them again)", file=sys.stderr)
 
@@ -415,35 +164,46 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
             random_fraction: float = 0.5, batch_size: int = 16, repeat: int = 3, min_repeat_ms: int = 100,
             seed: int = 0, max_tasks: int | None = None, task_filter: str | None = None, held_out=nets.HELD_OUT,
             platform_info: dict | None = None, builder_workers: int | None = None,
-            population: int = 256, progress_stream=sys.stderr) -> dict:
+            population: int = 256, workers: int = 1, measure_cpus: list[int] | None = None,
+            progress_stream=sys.stderr) -> dict:
     """Collect `programs_per_task` measured programs for every task of the networks (or "sweep").
 
     network_or_sweep: a name from `networks.NETWORKS`, "sweep", or a list / comma-separated list.
     target: None (this host, all cores), a Target, a dict, or text like "llvm -mcpu=haswell -num-cores=1".
     rpc: "HOST:PORT" of a TVM RPC tracker, with `key`, to measure on the devices registered there.
     held_out: networks whose tasks are the test split (None: do not compute the split).
+    workers: tasks worked on at once, each in its own process; while one runs its programs the others
+    search and build, and runs never overlap. measure_cpus: CPUs the programs run on (searching and
+    building use the others); None: no pinning.
     Returns a summary: tasks, programs measured now, failures, seconds per program, stop reason.
     """
     names = network_or_sweep.split(",") if isinstance(network_or_sweep, str) else list(network_or_sweep)
     for n in names:
         if n not in nets.NETWORKS and n != nets.SWEEP:
             raise CollectError(f"unknown network {n!r}; known: {', '.join(sorted(nets.NETWORKS))}, {nets.SWEEP}")
-    target = parse_target(target)
-    tracker = _check_rpc(rpc, key)
-    if tracker is None:
-        target = local_device_target(target)
-    check_target(target)
-    if target.kind.name == "llvm":
-        import_cpu_tensor_intrin()  # 1.6 s instead of 23-34 s for TuneContext's import
+    check_settings(programs_per_task=programs_per_task, batch_size=batch_size, repeat=repeat,
+                   min_repeat_ms=min_repeat_ms, random_fraction=random_fraction, max_minutes=max_minutes,
+                   max_tasks=max_tasks, workers=workers)
+    check_measure_cpus(measure_cpus)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    lock = _lock(out_dir)
-    _unpack(out_dir)
+    lock = _lock(out_dir)  # first: a second collector learns at once, not after the set-up below
+    try:
+        target = parse_target(target)
+        tracker = _check_rpc(rpc, key)
+        if tracker is None:
+            target = local_device_target(target)
+        check_target(target)
+        if target.kind.name == "llvm":
+            import_cpu_tensor_intrin()  # 1.6 s instead of 23-34 s for TuneContext's import
+        _unpack(out_dir)
+    except BaseException:
+        lock.close()
+        raise
     handler = _setup_log(out_dir)
     try:
         return _collect(names, out_dir, programs_per_task, target, tracker, key, max_minutes, random_fraction,
                         batch_size, repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info,
-                        builder_workers, population, progress_stream)
+                        builder_workers, population, workers, measure_cpus, progress_stream)
     finally:
         LOG.removeHandler(handler)
         handler.close()
@@ -451,21 +211,33 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
 
 
 def _write_platform(out_dir: Path, target, tracker, key, platform_info) -> str | None:
-    """platform.json for a new dataset; an existing one must be for the same target."""
+    """platform.json for a new dataset; an existing one must be of the same physical host and target."""
     rpc_text = f"{tracker[0]}:{tracker[1]} key={key}" if tracker else None
     desc = platform_descriptor(target, host=platform_info, rpc=rpc_text)
     pf = out_dir / "platform.json"
     if pf.exists():
-        old = json.loads(pf.read_text())
-        if old.get("target") != desc["target"]:
-            raise CollectError(f"{out_dir} holds data for target {old.get('target')}, not {desc['target']}; "
-                               "use one directory per platform")
+        check_same_platform(json.loads(pf.read_text()), desc, out_dir)
         return rpc_text
     if tracker and platform_info is None:
         LOG.warning("RPC: the device's hardware was not probed; run tcl/tvm/hardware.py on it and pass "
                     "--platform-info")
     _write_json(pf, desc)
     return rpc_text
+
+
+def check_same_platform(old: dict, new: dict, out_dir) -> None:
+    """Refuse to add measurements of another host or another target to a dataset."""
+    def who(d):
+        return d.get("name") or platform_name(d)
+
+    if old.get("target") != new["target"]:
+        raise CollectError(f"{out_dir} holds data of platform {who(old)} (target {old.get('target')}), not "
+                           f"{who(new)} (target {new['target']}); use one directory per platform")
+    differ = same_host(old, new)
+    if differ:
+        fields = ", ".join(f"{k} {old[k]!r} here vs {new[k]!r} now" for k in differ)
+        raise CollectError(f"{out_dir} holds data measured on another host ({who(old)}: {fields}); this host "
+                           f"is {who(new)}: collect into its own directory, e.g. datasets/{who(new)}")
 
 
 def _check_rpc(rpc: str | None, key: str | None) -> tuple[str, int] | None:
@@ -477,22 +249,35 @@ def _check_rpc(rpc: str | None, key: str | None) -> tuple[str, int] | None:
     return tracker
 
 
-def _make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers) -> Measurer:
+def _make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers, measure_cpus=None,
+                   run_lock=None) -> Measurer:
+    """A builder and a runner; with measure_cpus, this process and its builders move to the other CPUs
+    and the runner's worker to measure_cpus."""
+    initializer = None
+    if measure_cpus:
+        others = set(os.sched_getaffinity(0)) - set(measure_cpus)
+        if not others:
+            raise CollectError(f"--measure-cpus {sorted(measure_cpus)} leaves no CPU for searching and building")
+        os.sched_setaffinity(0, others)
+        initializer = pin_to_cpus(measure_cpus)
+        builder_workers = builder_workers or len(others)
     runner = make_runner(repeat=repeat, min_repeat_ms=min_repeat_ms, tracker_host=tracker[0] if tracker else None,
-                         tracker_port=tracker[1] if tracker else None, tracker_key=key)
-    return Measurer(target, make_builder(max_workers=builder_workers), runner)
+                         tracker_port=tracker[1] if tracker else None, tracker_key=key, initializer=initializer)
+    return Measurer(target, make_builder(max_workers=builder_workers), runner, run_lock=run_lock)
 
 
-def _rates(measurer: Measurer, start: float) -> dict:
-    n, elapsed = measurer.measured, time.time() - start
-    return {"measured": n, "failed": measurer.failed, "seconds": round(elapsed, 1),
-            "measure_seconds_per_program": round(measurer.seconds / n, 3) if n else None,  # build + run
-            "seconds_per_program": round(elapsed / n, 3) if n else None}  # everything, search included
+def _rates(stats: dict, start: float) -> dict:
+    """Counts and speeds of a collection from its measurer counts {"measured", "failed", "seconds"}."""
+    n, elapsed = stats["measured"], time.time() - start
+    return {"measured": n, "failed": stats["failed"], "seconds": round(elapsed, 1),
+            "measure_seconds_per_program": round(stats["seconds"] / n, 3) if n else None,  # build + run
+            "seconds_per_program": round(elapsed / n, 3) if n else None,  # everything, search included
+            "programs_per_hour": round(3600 * n / elapsed) if n else 0}
 
 
 def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random_fraction, batch_size,
              repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info, builder_workers, population,
-             progress_stream) -> dict:
+             workers, measure_cpus, progress_stream) -> dict:
     start = time.time()
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
     rpc_text = _write_platform(out_dir, target, tracker, key, platform_info)
@@ -518,26 +303,119 @@ def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random
         if not info.get("exhausted") and have < programs:
             todo.append((n, t, d))
             total += programs - have
-    measurer = _make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers)
     progress = Progress(total, progress_stream)
+    job = dict(out_dir=str(out_dir), programs=programs, target=str(target), tracker=tracker, key=key,
+               repeat=repeat, min_repeat_ms=min_repeat_ms, builder_workers=builder_workers,
+               measure_cpus=measure_cpus, random_fraction=random_fraction, batch_size=batch_size, seed=seed,
+               population=population, deadline=budget.deadline, held_out=ho)
+    try:
+        if workers <= 1 or len(todo) <= 1:
+            stats = _work_on(job, todo, progress)
+        else:
+            stats = _work_in_processes(job, todo, workers, progress)
+    finally:
+        progress.close()
+    stopped = "max_minutes" if not budget.left() else None
+    result = {"out_dir": str(out_dir), "tasks": len(work), "tasks_worked_on": len(todo), **_rates(stats, start),
+              "stopped": stopped}
+    LOG.info("done: %s", result)
+    return result
+
+
+def _work_on(job: dict, todo: list, progress, run_lock=None) -> dict:
+    """Collect the tasks `todo` [(network, task, directory)] one after another; returns the counts."""
+    target = parse_target(job["target"])
+    tracker = tuple(job["tracker"]) if job["tracker"] else None
+    cpus = os.sched_getaffinity(0)  # _make_measurer may move this process off the measurement CPUs
+    measurer = _make_measurer(target, tracker, job["key"], job["repeat"], job["min_repeat_ms"],
+                              job["builder_workers"], job["measure_cpus"], run_lock)
+    budget = Budget(job["deadline"])
     try:
         for i, (n, t, d) in enumerate(todo):
             if not budget.left():
                 break
             LOG.info("task %d/%d %s (%s) -> %s", i + 1, len(todo), t.name, n, d.name)
-            summary = collect_task(t, d, programs, measurer, budget, progress, random_fraction, batch_size,
-                                   seed, population)
+            summary = collect_task(t, d, job["programs"], measurer, budget, progress, job["random_fraction"],
+                                   job["batch_size"], job["seed"], job["population"])
             exhausted = summary.pop("exhausted")
-            _update_task_info(d, t, n, ho, summary=summary, exhausted=exhausted)
+            _update_task_info(d, t, n, job["held_out"], summary=summary, exhausted=exhausted)
             LOG.info("task %s: %s%s", t.name, summary, " (design space exhausted)" if exhausted else "")
     finally:
         measurer.close()
-        progress.close()
-    stopped = "max_minutes" if not budget.left() else None
-    result = {"out_dir": str(out_dir), "tasks": len(work), "tasks_worked_on": len(todo),
-              **_rates(measurer, start), "stopped": stopped}
-    LOG.info("done: %s", result)
-    return result
+        os.sched_setaffinity(0, cpus)
+    return measurer.counts()
+
+
+class _QueueProgress:
+    """Progress of a worker process, sent to the parent's progress line."""
+
+    def __init__(self, queue):
+        self.queue = queue
+
+    def update(self, n: int, what: str = "") -> None:
+        self.queue.put(("progress", n, what))
+
+
+def _worker_main(job: dict, shard: list, queue, run_lock) -> None:
+    """One collecting process: rebuilds its tasks from their TIR text and works on them."""
+    handler = _setup_log(Path(job["out_dir"]))
+    try:
+        import_cpu_tensor_intrin()
+        todo = [(n, nets.Task(name, tvm.ir.load_json(mod), weight, flops, networks), Path(d))
+                for n, name, mod, weight, flops, networks, d in shard]
+        queue.put(("done", _work_on(job, todo, _QueueProgress(queue), run_lock)))
+    except BaseException as e:
+        LOG.exception("collecting process failed")
+        queue.put(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        LOG.removeHandler(handler)
+        handler.close()
+
+
+def _work_in_processes(job: dict, todo: list, workers: int, progress: Progress) -> dict:
+    """Work on `todo` in `workers` processes: each searches and builds its own tasks while the others'
+    programs run; a shared lock lets one process at a time run programs. All entries of one task
+    directory go to the same process (two networks may share a task)."""
+    import multiprocessing
+
+    by_dir: dict[Path, list] = {}
+    for n, t, d in todo:
+        by_dir.setdefault(d, []).append((n, t.name, tvm.ir.save_json(t.mod), t.weight, t.flops, t.networks, str(d)))
+    shards: list[list] = [[] for _ in range(workers)]
+    for i, entries in enumerate(by_dir.values()):  # round-robin keeps each shard breadth-first
+        shards[i % workers].extend(entries)
+    ctx = multiprocessing.get_context("spawn")
+    queue, run_lock = ctx.Queue(), ctx.Lock()
+    procs = [ctx.Process(target=_worker_main, args=(job, shard, queue, run_lock), daemon=True)
+             for shard in shards if shard]
+    for p in procs:
+        p.start()
+    stats, errors, done = {"measured": 0, "failed": 0, "seconds": 0.0}, [], 0
+    try:
+        while done < len(procs):
+            try:
+                kind, *payload = queue.get(timeout=5)
+            except Exception:  # queue.Empty: check that the workers are alive
+                if not any(p.is_alive() for p in procs):
+                    errors.append("a collecting process died without a report (see collect-log.txt)")
+                    break
+                continue
+            if kind == "progress":
+                progress.update(*payload)
+            else:
+                done += 1
+                if kind == "done":
+                    stats = {k: stats[k] + payload[0][k] for k in stats}
+                else:
+                    errors.append(payload[0])
+    finally:
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.terminate()
+    if errors:
+        raise CollectError("collecting failed in a worker process: " + "; ".join(errors))
+    return stats
 
 
 def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes: float | None = None, *,
@@ -550,14 +428,20 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
     the code generation target and the machine change). Resumable like `collect`.
     """
     src_dir, out_dir = Path(src_dir), Path(out_dir)
-    target = parse_target(target)
-    tracker = _check_rpc(rpc, key)
-    if tracker is None:
-        target = local_device_target(target)
-    check_target(target)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not src_dir.is_dir():
+        raise CollectError(f"{src_dir}: not a dataset directory")
+    check_settings(batch_size=batch_size, repeat=repeat, min_repeat_ms=min_repeat_ms, max_minutes=max_minutes)
     lock = _lock(out_dir)
-    _unpack(out_dir)
+    try:
+        target = parse_target(target)
+        tracker = _check_rpc(rpc, key)
+        if tracker is None:
+            target = local_device_target(target)
+        check_target(target)
+        _unpack(out_dir)
+    except BaseException:
+        lock.close()
+        raise
     handler = _setup_log(out_dir)
     start = time.time()
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
@@ -594,7 +478,7 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
             info["summary"] = summarize(db.get_all_tuning_records())
             _write_json(d / "task.json", info)
         progress.close()
-        result = {"out_dir": str(out_dir), "tasks_worked_on": len(plan), **_rates(measurer, start),
+        result = {"out_dir": str(out_dir), "tasks_worked_on": len(plan), **_rates(measurer.counts(), start),
                   "stopped": "max_minutes" if not budget.left() else None}
         LOG.info("done: %s", result)
         return result
@@ -610,37 +494,21 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
 # CLI glue: `tcl collect` is add_collect_arguments(subparser) + run_collect(args)
 
 
-def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p.add_argument("--network", required=False, default=None,
-                   help=f"network(s), comma separated: {', '.join(sorted(nets.NETWORKS))}, or {nets.SWEEP}")
-    p.add_argument("--out", default="datasets/local", help="dataset directory (one per platform)")
-    p.add_argument("--programs-per-task", type=int, default=200)
-    p.add_argument("--target", default=None,
-                   help="TVM target: JSON dict or 'llvm -mcpu=haswell -num-cores=1' (default: this CPU, all cores)")
-    p.add_argument("--num-cores", type=int, default=None, help="cores the programs use (llvm)")
-    p.add_argument("--mcpu", default=None, help="LLVM CPU name (llvm), e.g. haswell, x86-64")
-    p.add_argument("--rpc", default=None, metavar="HOST:PORT", help="measure through this TVM RPC tracker")
-    p.add_argument("--key", default=None, help="RPC device key (with --rpc)")
-    p.add_argument("--platform-info", default=None, help="JSON from tcl/tvm/hardware.py run on the RPC device")
-    p.add_argument("--max-minutes", type=float, default=None, help="stop (resumably) after this long")
-    p.add_argument("--random-fraction", type=float, default=0.5, help="share of random (replay-trace) programs")
-    p.add_argument("--batch-size", type=int, default=16, help="programs per measured batch")
-    p.add_argument("--repeat", type=int, default=3, help="measurement repeats per program")
-    p.add_argument("--min-repeat-ms", type=int, default=100, help="each repeat runs the program at least this long")
-    p.add_argument("--max-tasks", type=int, default=None)
-    p.add_argument("--task-filter", default=None, help="only tasks whose name contains this")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--held-out", default=",".join(nets.HELD_OUT),
-                   help="networks whose tasks form the test split, comma separated, or 'none' (no split)")
-    p.add_argument("--programs-from", default=None,
-                   help="re-measure the programs of this dataset directory (another platform) instead of sampling")
-    return p
+def _cpu_list(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise CollectError(f"--measure-cpus wants comma-separated CPU ids, not {text!r}") from None
 
 
 def run_collect(args: argparse.Namespace) -> dict:
     custom = args.target or args.num_cores or args.mcpu
     target = parse_target(args.target, args.num_cores, args.mcpu) if custom else None
     info = json.loads(Path(args.platform_info).read_text()) if args.platform_info else None
+    if args.out is None:
+        args.out = str(Path("datasets") / platform_descriptor(parse_target(target), host=info)["name"])
     if args.programs_from:
         result = remeasure(args.programs_from, args.out, target, args.rpc, args.max_minutes, key=args.key,
                            batch_size=args.batch_size, repeat=args.repeat, min_repeat_ms=args.min_repeat_ms,
@@ -651,7 +519,8 @@ def run_collect(args: argparse.Namespace) -> dict:
         result = collect(args.network, args.out, args.programs_per_task, target, args.rpc, args.max_minutes,
                          key=args.key, random_fraction=args.random_fraction, batch_size=args.batch_size,
                          repeat=args.repeat, min_repeat_ms=args.min_repeat_ms, seed=args.seed, max_tasks=args.max_tasks,
-                         task_filter=args.task_filter, platform_info=info,
+                         task_filter=args.task_filter, platform_info=info, workers=args.workers,
+                         measure_cpus=_cpu_list(args.measure_cpus),
                          held_out=None if args.held_out == "none" else tuple(args.held_out.split(",")))
     print(json.dumps(result, indent=1))
     return result

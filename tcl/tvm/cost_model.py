@@ -20,6 +20,7 @@ import tvm_ffi
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
+from ..atomic import write_json
 from ..features import featurize_traces
 from ..runtime import Scorer
 
@@ -136,8 +137,7 @@ class CostModel(ms.cost_model.PyCostModel):
 
     def save(self, path: str) -> None:
         state = {str(k): {"x": np.asarray(v.x).tolist(), "secs": v.secs} for k, v in self.tasks.items()}
-        with open(path, "w") as f:
-            json.dump({"model": self.scorer.path, "tasks": state}, f)
+        write_json(path, {"model": self.scorer.path, "tasks": state}, indent=None)
 
     def load(self, path: str) -> None:
         with open(path) as f:

@@ -65,6 +65,21 @@ def best_isa(flags) -> tuple[str | None, int | None]:
     return None, None
 
 
+# ISA flags that change what code is fast; platform.json keeps these, not the whole flag list.
+_KEY_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+              "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8", "asimd", "sve", "sve2")
+# Fields that identify the physical CPU; a dataset is measured on one of them only.
+HOST_IDENTITY = ("vendor", "cpu_family", "cpu_model_number", "stepping", "cpu_model", "isa_flags",
+                 "host_cores", "l1d_kb", "l2_kb", "l3_kb")
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text, 0) if text else None
+    except ValueError:
+        return None
+
+
 def detect_host() -> dict:
     """This machine's CPU, caches and memory (stdlib only; None where the OS does not say)."""
     info = _cpuinfo()
@@ -79,7 +94,11 @@ def detect_host() -> dict:
     isa, bits = best_isa(flags)
     return {
         "cpu_model": info.get("model name"),
-        "vendor": info.get("vendor_id"),
+        "vendor": info.get("vendor_id") or info.get("CPU implementer"),
+        "cpu_family": _int(info.get("cpu family")),
+        "cpu_model_number": _int(info.get("model") or info.get("CPU part")),
+        "stepping": _int(info.get("stepping") or info.get("CPU revision")),
+        "isa_flags": sorted(set(flags) & set(_KEY_FLAGS)),
         "host_cores": len(cores) if cores and None not in next(iter(cores)) else logical,
         "threads": logical,
         # In a VM without cpufreq, /proc/cpuinfo's current clock is the best there is.
@@ -114,14 +133,60 @@ def target_fields(target) -> dict:
     return out
 
 
+def _microarchitecture(host: dict) -> str:
+    """A short name of the CPU's microarchitecture, from vendor and family/model (stable across boots)."""
+    vendor, fam, model = host.get("vendor"), host.get("cpu_family"), host.get("cpu_model_number")
+    if vendor == "AuthenticAMD" and fam is not None:
+        if fam == 23:
+            return "zen2" if (model or 0) >= 0x30 else "zen1"
+        if fam == 25:
+            return "zen4" if (model or 0) in range(0x10, 0x20) or (model or 0) >= 0x60 else "zen3"
+        if fam == 26:
+            return "zen5"
+        return f"amd-f{fam}"
+    if vendor == "GenuineIntel" and fam is not None:
+        return f"intel-f{fam}m{model}"
+    name = (host.get("cpu_model") or "cpu").lower()
+    return re.sub(r"[^a-z0-9]+", "-", name).strip("-")[:24] or "cpu"
+
+
+def _product_line(host: dict) -> str | None:
+    model = (host.get("cpu_model") or "").lower()
+    for word in ("epyc", "xeon", "ryzen", "threadripper", "core", "graviton", "neoverse"):
+        if word in model.split() or f"{word}(" in model or f"{word}(r)" in model:
+            return word
+    return None
+
+
+def platform_name(desc: dict) -> str:
+    """A stable name for a platform.json: microarchitecture, product line, cores used, and the LLVM
+    CPU when it is not the host's own (e.g. 'zen1-epyc-2c', 'intel-f6m167-xeon-1c', 'zen4-epyc-1c-haswell')."""
+    parts = [_microarchitecture(desc), _product_line(desc)]
+    cores = desc.get("cores") or desc.get("host_cores")
+    parts.append(f"{cores}c" if cores else None)
+    if desc.get("mcpu") and desc.get("host_mcpu") and desc["mcpu"] != desc["host_mcpu"]:
+        parts.append(desc["mcpu"])
+    return "-".join(p for p in parts if p)
+
+
+def same_host(a: dict, b: dict) -> list[str]:
+    """The identity fields in which two platform descriptors differ (only fields both record)."""
+    return [k for k in HOST_IDENTITY if a.get(k) is not None and b.get(k) is not None and a[k] != b[k]]
+
+
 def platform_descriptor(target, host: dict | None = None, rpc: str | None = None) -> dict:
-    """platform.json: host hardware (detected here unless given) + target fields + date, TVM version."""
+    """platform.json: host hardware (detected here unless given) + target fields + date, TVM version,
+    and `name`, the platform's stable name (platform_name)."""
     import tvm
+    from tvm.target import codegen
 
     desc = {"host_detected": host is None}
     desc.update(host if host is not None else detect_host())
+    if host is None:
+        desc["host_mcpu"] = str(codegen.llvm_get_system_cpu())
     desc.update(target_fields(target))
     desc.update(rpc=rpc, tvm_version=tvm.__version__, date=datetime.date.today().isoformat())
+    desc["name"] = platform_name(desc)
     return desc
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 from tvm.s_tir import meta_schedule as ms
 
-from .collect import FAILED, _check_rpc, _make_measurer, check_target, local_device_target, parse_target
+from .collect import _check_rpc, _make_measurer
+from .measure import FAILED
+from .targets import check_target, local_device_target, parse_target
 from .dataset import RecordReader
 
 

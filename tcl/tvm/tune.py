@@ -10,7 +10,6 @@ untuned build and PyTorch eager on this machine.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import tvm_ffi
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
+from ..atomic import save_figure, write_json
 from . import networks as nets
 from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
 
@@ -144,7 +144,8 @@ def tune(out_dir, network: str | None = None, workload: str | None = None, trial
          key: str | None = None, max_tasks: int | None = 4, trials_per_iter: int = 16, seed: int = 0,
          measure_end_to_end: bool = True, mlp_data=None, explore: float | None = None) -> dict:
     """Tunes and writes out_dir/report.json (+ report.png); returns the report."""
-    from .collect import _check_rpc, parse_target
+    from .collect import _check_rpc
+    from .targets import parse_target
 
     if (network is None) == (workload is None):
         raise ValueError("give exactly one of network and workload")
@@ -186,7 +187,7 @@ def tune(out_dir, network: str | None = None, workload: str | None = None, trial
         report["end_to_end"] = end_to_end(network, db, target)
     if hasattr(model.inner, "stats"):
         report["cost_model_stats"] = model.inner.stats
-    (out_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    write_json(out_dir / "report.json", report)
     plot(report, out_dir / "report.png")
     return report
 
@@ -210,5 +211,5 @@ def plot(report: dict, path):
     a.legend(fontsize=6)
     fig.suptitle(f"{report['network'] or report['workload']}: cost model {report['cost_model']}")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)  # tuning many runs in one process

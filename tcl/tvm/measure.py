@@ -1,0 +1,227 @@
+"""Measuring one task's programs into its JSONDatabase: sampling (replay-trace, then evolutionary
+search guided by XGBoost), building and running, and the bookkeeping around it (progress, time budget,
+repairing a line cut by a kill).
+
+Measurement can be pinned to its own CPUs (`measure_cpus`) while searching and building use the
+others, and several collecting processes can share those CPUs through `run_lock`, which lets only one
+of them run programs at a time: runs never overlap, so latencies are those of a quiet CPU.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tvm.s_tir import meta_schedule as ms
+from tvm.target import Target
+
+from . import networks as nets
+
+FAILED = 1e10  # what MetaSchedule stores as run_secs for a failed build or run
+LOG = logging.getLogger("tcl.collect")
+
+
+def _repair_lines(path: Path) -> int:
+    """Drop a last line cut by a kill (no newline, or not JSON); returns how many bytes were dropped."""
+    if not path.exists():
+        return 0
+    data = path.read_bytes()
+    keep = len(data) if data.endswith(b"\n") else data.rfind(b"\n") + 1
+    if keep:  # the last complete line must parse too
+        start = data.rfind(b"\n", 0, keep - 1) + 1
+        try:
+            json.loads(data[start:keep])
+        except ValueError:
+            keep = start
+    if keep != len(data):
+        with open(path, "r+b") as f:
+            f.truncate(keep)
+    return len(data) - keep
+
+
+def summarize(records) -> dict:
+    """Counts and the spread of repeated measurements (coefficient of variation) of a task's records."""
+    ok = [[float(s) for s in r.run_secs] for r in records if min(float(s) for s in r.run_secs) < FAILED / 10]
+    cvs = [statistics.pstdev(s) / statistics.mean(s) for s in ok if len(s) > 1]
+    return {"programs": len(ok), "failures": len(records) - len(ok),
+            "cv_median": round(statistics.median(cvs), 5) if cvs else None,
+            "best_secs": min(statistics.mean(s) for s in ok) if ok else None}
+
+
+
+
+class Progress:
+    """One status line on stderr: programs done, rate, ETA (a line every 30 s when not a terminal)."""
+
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total, self.done, self.stream = total, 0, stream
+        self.start = self.last = time.time()
+        self.tty = stream.isatty()
+
+    def update(self, n: int, what: str = "") -> None:
+        self.done += n
+        now = time.time()
+        if not self.tty and now - self.last < 30 and self.done < self.total:
+            return
+        self.last = now
+        rate = self.done / max(now - self.start, 1e-9)
+        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+        eta_s = f"{int(eta // 3600)}h{int(eta % 3600 // 60):02d}m{int(eta % 60):02d}s" if eta != float("inf") else "?"
+        line = f"[collect] {self.done}/{self.total} programs  {rate * 60:.1f}/min  ETA {eta_s}  {what}"
+        print(("\r" + line[:150].ljust(150)) if self.tty else line, end="" if self.tty else "\n",
+              file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.tty:
+            print(file=self.stream)
+
+
+def pin_to_cpus(cpus) -> functools.partial:
+    """A picklable initializer for a runner's worker process that pins it to `cpus`."""
+    return functools.partial(os.sched_setaffinity, 0, sorted(cpus))
+
+
+@dataclass
+class Measurer:
+    """Builds and runs candidates, appends their records to a task's database."""
+
+    target: Target
+    builder: ms.builder.Builder
+    runner: ms.runner.Runner
+    run_lock: object = None  # a lock shared by collecting processes: one of them runs programs at a time
+    measured: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+
+    def counts(self) -> dict:
+        return {"measured": self.measured, "failed": self.failed, "seconds": self.seconds}
+
+    def close(self) -> None:
+        """Stop the builder's and the runner's worker processes."""
+        if hasattr(self.builder, "shutdown"):
+            self.builder.shutdown()
+        if getattr(self.runner, "pool", None) is not None:  # LocalRunner, RPCRunner
+            self.runner.pool.shutdown()
+
+    def measure(self, db, workload, cands) -> list:
+        start = time.time()
+        built = self.builder.build([ms.builder.BuilderInput(c.sch.mod, self.target) for c in cands])
+        results: list = [None] * len(cands)
+        todo = []
+        for i, (c, b) in enumerate(zip(cands, built)):
+            if b.error_msg:
+                results[i] = ms.runner.RunnerResult(None, "build: " + b.error_msg)
+            else:
+                todo.append(i)
+        device = "cpu" if self.target.kind.name == "llvm" else self.target.kind.name
+        inputs = [ms.runner.RunnerInput(built[i].artifact_path, device, cands[i].args_info) for i in todo]
+        with self.run_lock if self.run_lock is not None else contextlib.nullcontext():
+            for i, fut in zip(todo, self.runner.run(inputs)):
+                results[i] = fut.result()
+        for b in built:  # the exported libraries are not needed once run
+            if b.artifact_path:
+                shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)
+        for c, r in zip(cands, results):
+            secs = [float(s) for s in r.run_secs] if r.run_secs and not r.error_msg else [FAILED]
+            if secs == [FAILED]:
+                self.failed += 1
+                LOG.warning("failed program (stored as run_secs [1e10]): %s",
+                            (r.error_msg or "no result").strip().splitlines()[-1][:300])
+            db.commit_tuning_record(ms.database.TuningRecord(c.sch.trace, workload, secs, self.target, c.args_info))
+        self.measured += len(cands)
+        self.seconds += time.time() - start
+        return results
+
+
+def _trace_key(trace) -> str:
+    return str(trace)  # 0.1 ms per trace; the same text for a trace and its database round trip
+
+
+@dataclass
+class Budget:
+    deadline: float | None = None
+
+    def left(self) -> bool:
+        return self.deadline is None or time.time() < self.deadline
+
+
+def _search_context(task, target, strategy, seed, threads, db, workload, cost_model, trials, batch):
+    ctx = ms.TuneContext(mod=task.mod, target=target, space_generator="post-order-apply",
+                         search_strategy=strategy, task_name=task.name, rand_state=seed,
+                         num_threads=threads, logger=LOG)
+    ctx.pre_tuning(max_trials=trials, num_trials_per_iter=batch, design_spaces=ctx.generate_design_space(),
+                   database=db, cost_model=cost_model)
+    return ctx
+
+
+def collect_task(task: nets.Task, d: Path, programs: int, measurer: Measurer, budget: Budget,
+                 progress: Progress, random_fraction: float = 0.5, batch_size: int = 16,
+                 seed: int = 0, population: int = 256, max_stale_batches: int = 3) -> dict:
+    """Measure up to `programs` distinct programs of one task into its JSONDatabase `d` (resumable)."""
+    d.mkdir(parents=True, exist_ok=True)
+    for f in ("database_workload.json", "database_tuning_record.json"):
+        if _repair_lines(d / f):
+            LOG.warning("%s: dropped a line cut by an interrupted run", d / f)
+    db = ms.database.JSONDatabase(work_dir=str(d))
+    workload = db.commit_workload(task.mod)
+    records = db.get_all_tuning_records()
+    seen = {_trace_key(r.trace) for r in records}
+    n_done = len(records)
+    n_random = round(programs * random_fraction)
+    threads = min(int(measurer.target.attrs.get("num-cores", 1)), os.cpu_count() or 1)
+    stale = 0
+    while n_done < programs and budget.left() and stale < max_stale_batches:
+        evolutionary = n_done >= n_random
+        want = (programs if evolutionary else n_random) - n_done
+        if evolutionary:
+            model = ms.cost_model.XGBModel(num_tuning_cores=threads)
+            strategy = ms.search_strategy.EvolutionarySearch(population_size=population)
+        else:
+            model, strategy = None, ms.search_strategy.ReplayTrace()
+        # seeded by progress, so a resumed run does not replay the same random choices
+        ctx = _search_context(task, measurer.target, strategy, seed * 100003 + n_done + 1, threads, db,
+                              workload, model, 4 * want + batch_size, batch_size)
+        if model is not None and records:  # XGBoost starts from everything measured so far
+            ok = [r for r in records if min(float(s) for s in r.run_secs) < FAILED / 10]
+            model.update(ctx, [r.as_measure_candidate() for r in ok],
+                         [ms.runner.RunnerResult([float(s) for s in r.run_secs], None) for r in ok])
+        while n_done < (programs if evolutionary else n_random) and budget.left() and stale < max_stale_batches:
+            cands = ctx.generate_measure_candidates()
+            if not cands:
+                break
+            fresh, keys = [], set()
+            for c in cands:
+                k = _trace_key(c.sch.trace)
+                if k not in seen and k not in keys:
+                    fresh.append(c)
+                    keys.add(k)
+            fresh = fresh[: (programs if evolutionary else n_random) - n_done]
+            stale = 0 if fresh else stale + 1  # a small design space runs out of new programs
+            if not fresh:
+                ctx.notify_runner_results([], [])
+                continue
+            results = measurer.measure(db, workload, fresh)
+            seen |= keys
+            n_done += len(fresh)
+            ctx.notify_runner_results(fresh, results)
+            if model is not None:
+                model.update(ctx, fresh, results)
+            progress.update(len(fresh), f"{task.name} {n_done}/{programs}")
+        ctx.post_tuning()
+        if not budget.left() or stale >= max_stale_batches:
+            break
+        records = db.get_all_tuning_records()
+        if not evolutionary and n_done < n_random:  # replay-trace ran out of trials: search the rest
+            n_random = n_done
+    records = db.get_all_tuning_records()
+    out = summarize(records)
+    out["exhausted"] = stale >= max_stale_batches
+    return out
