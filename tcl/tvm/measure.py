@@ -29,7 +29,7 @@ FAILED = 1e10  # what MetaSchedule stores as run_secs for a failed build or run
 LOG = logging.getLogger("tcl.collect")
 
 
-def _repair_lines(path: Path) -> int:
+def repair_lines(path: Path) -> int:
     """Drop a last line cut by a kill (no newline, or not JSON); returns how many bytes were dropped."""
     if not path.exists():
         return 0
@@ -168,7 +168,7 @@ def collect_task(task: nets.Task, d: Path, programs: int, measurer: Measurer, bu
     """Measure up to `programs` distinct programs of one task into its JSONDatabase `d` (resumable)."""
     d.mkdir(parents=True, exist_ok=True)
     for f in ("database_workload.json", "database_tuning_record.json"):
-        if _repair_lines(d / f):
+        if repair_lines(d / f):
             LOG.warning("%s: dropped a line cut by an interrupted run", d / f)
     db = ms.database.JSONDatabase(work_dir=str(d))
     workload = db.commit_workload(task.mod)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from tvm.s_tir import meta_schedule as ms
 
-from .collect import _check_rpc, _make_measurer
+from .collect_session import check_rpc, make_measurer
 from .measure import FAILED
 from .targets import check_target, local_device_target, parse_target
 from .dataset import RecordReader
@@ -25,12 +25,12 @@ class TVMOracle:
                  repeat: int = 3, min_repeat_ms: int = 100, batch_size: int = 16):
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        tracker = _check_rpc(rpc, key)
+        tracker = check_rpc(rpc, key)
         self.target = parse_target(target)
         if tracker is None:
             self.target = local_device_target(self.target)
         check_target(self.target)
-        self.measurer = _make_measurer(self.target, tracker, key, repeat, min_repeat_ms, None)
+        self.measurer = make_measurer(self.target, tracker, key, repeat, min_repeat_ms, None)
         self.batch_size = batch_size
         self.reader = RecordReader(featureset)
         self.calls = 0

@@ -69,7 +69,8 @@ _BUILDERS = {
     # (N, H, W, CI, CO, kernel, stride, padding)
     "conv2d_transpose_nhwc": tw.conv2d_transpose_nhwc,
     # (N, CI, H, W) data, (CI, CO, K, K) kernel, stride, padding
-    "conv2d_transpose_nchw": _conv(lambda x, w, s, p: topi.nn.conv2d_transpose_nchw(x, w, (s, s), (p, p), "float32", (0, 0))),
+    "conv2d_transpose_nchw": _conv(
+        lambda x, w, s, p: topi.nn.conv2d_transpose_nchw(x, w, (s, s), (p, p), "float32", (0, 0))),
     # (N, D, H, W, CI, CO, kernel, stride, padding)
     "conv3d_ndhwc": tw.conv3d_ndhwc,
     # (N, CI, D, H, W) data, (CO, CI, K, K, K) kernel, stride, padding, dilation
@@ -89,7 +90,8 @@ _BUILDERS = {
     # (B, M, N): the norm over each of B matrices
     "norm": tw.norm_bmn,
     "reduce_sum": _unary(lambda x: topi.sum(x, axis=-1)),
-    "reduce_mean_spatial": _unary(lambda x: topi.divide(topi.sum(x, axis=(2, 3)), float(int(x.shape[2]) * int(x.shape[3])))),
+    "reduce_mean_spatial": _unary(
+        lambda x: topi.divide(topi.sum(x, axis=(2, 3)), float(int(x.shape[2]) * int(x.shape[3])))),
     "reduce_max": _unary(lambda x: topi.max(x, axis=-1)),
 }
 

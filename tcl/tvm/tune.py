@@ -144,13 +144,13 @@ def tune(out_dir, network: str | None = None, workload: str | None = None, trial
          key: str | None = None, max_tasks: int | None = 4, trials_per_iter: int = 16, seed: int = 0,
          measure_end_to_end: bool = True, mlp_data=None, explore: float | None = None) -> dict:
     """Tunes and writes out_dir/report.json (+ report.png); returns the report."""
-    from .collect import _check_rpc
+    from .collect_session import check_rpc
     from .targets import parse_target
 
     if (network is None) == (workload is None):
         raise ValueError("give exactly one of network and workload")
     target = parse_target(target) if target is not None else default_target()
-    tracker = _check_rpc(rpc, key)
+    tracker = check_rpc(rpc, key)
     import_cpu_tensor_intrin()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
