@@ -22,7 +22,9 @@ import json
 import statistics
 import time
 from pathlib import Path
-from tcl.atomic import write_text  # noqa: E402
+
+from tcl.atomic import write_text
+from tcl.train_config import TrainConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,15 +36,16 @@ def key(n_layer: int, d_state: int) -> str:
 def train_one(path: str, n_layer: int, d_state: int, seed: int, args) -> dict:
     """One configuration, one seed: trained, scored on the held-out tasks, timed."""
     import tcl
-    from tcl.train import ProgramData, score_tasks, split_tasks, train_validated
+    from tcl.program_data import ProgramData, split_tasks
+    from tcl.scoring import score_tasks
+    from tcl.train import train_validated
 
     data = ProgramData(tcl.featurize(path))
     train_ids, test_ids = split_tasks(data.tasks, 0.2, 0)
     t0 = time.perf_counter()
-    model, hist, _, _ = train_validated(data, train_ids, args.val_fraction, seed,
-                                        model_config={"n_layer": n_layer, "d_state": d_state},
-                                        epochs=args.epochs, threads=args.threads, progress=False,
-                                        device=args.device)
+    cfg = TrainConfig(epochs=args.epochs, val_fraction=args.val_fraction, seed=seed, threads=args.threads)
+    model, hist, _, _ = train_validated(data, train_ids, cfg, model_config={"n_layer": n_layer, "d_state": d_state},
+                                        progress=False, device=args.device)
     seconds = time.perf_counter() - t0
     pooled = score_tasks(model, data, test_ids)["pooled"]
     return {"n_layer": n_layer, "d_state": d_state, "seed": seed, "size_mb": model.size_mb(),
@@ -72,9 +75,10 @@ def main(argv=None):
     p.add_argument("--n-layer", default="1,2,3", help="comma-separated layer counts")
     p.add_argument("--d-state", default="8,16,32", help="comma-separated state sizes")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
-    p.add_argument("--epochs", type=int, default=40, help="as bench/accuracy.py and `tcl train`")
-    p.add_argument("--val-fraction", type=float, default=0.0,
-                   help="validate on this share of the training tasks and stop early (0: fixed epochs)")
+    p.add_argument("--epochs", type=int, default=TrainConfig.epochs,
+                   help="as bench/accuracy.py and `tcl train` (default: %(default)s)")
+    p.add_argument("--val-fraction", type=float, default=TrainConfig.val_fraction,
+                   help="validate on this share of the training tasks and stop early (0: fixed epochs; default: %(default)s)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one process each")

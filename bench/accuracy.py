@@ -30,9 +30,12 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
-from tcl.metrics import evaluate_predictions  # noqa: E402
-from tcl.train import LR_SCHEDULES, ProgramData, predict, split_tasks, task_key, train_validated  # noqa: E402
 from tcl.atomic import save_figure, write_text  # noqa: E402
+from tcl.metrics import evaluate_predictions  # noqa: E402
+from tcl.program_data import ProgramData, split_tasks, task_key  # noqa: E402
+from tcl.scoring import predict  # noqa: E402
+from tcl.train import train_validated  # noqa: E402
+from tcl.train_config import LR_SCHEDULES, TrainConfig  # noqa: E402
 
 
 def _score(data, test_ids, scores_by_program) -> dict:
@@ -46,9 +49,9 @@ def torch_model(arch, data, train_ids, test_ids, args) -> dict:
     import torch
 
     t0 = time.perf_counter()
-    model, hist, _, _ = train_validated(data, train_ids, args.val_fraction, args.seed, refit=args.refit, arch=arch,
-                                        epochs=args.epochs, threads=args.threads, progress=False,
-                                        lr_schedule=args.lr_schedule)
+    cfg = TrainConfig(epochs=args.epochs, val_fraction=args.val_fraction, refit=args.refit, lr_schedule=args.lr_schedule,
+                      seed=args.seed, threads=args.threads)
+    model, hist, _, _ = train_validated(data, train_ids, cfg, arch=arch, progress=False)
     seconds = time.perf_counter() - t0
     scores = np.zeros(len(data))
     idx = data.programs_of(test_ids)
@@ -157,15 +160,16 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform (default: datasets/*/)")
     p.add_argument("--models", nargs="+", default=["tcl", "tlp", "xgb", "mlp"])
-    p.add_argument("--epochs", type=int, default=40)
-    p.add_argument("--val-fraction", type=float, default=0.0,
-                   help="tcl/tlp: validate on this share of the training tasks and stop early (0: all train, fixed epochs)")
+    p.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="tcl/tlp: epochs (default: %(default)s)")
+    p.add_argument("--val-fraction", type=float, default=TrainConfig.val_fraction,
+                   help="tcl/tlp: validate on this share of the training tasks and stop early (0: all train, fixed "
+                        "epochs; default: %(default)s)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
     p.add_argument("--seeds", default="0", help="comma separated; Top-1/Top-5 are the mean over them")
     p.add_argument("--refit", action="store_true",
                    help="tcl/tlp: after early stopping, train again on every training task")
-    p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default="constant",
-                   help="tcl/tlp: constant learning rate, or a half cosine down to 0 over the epochs")
+    p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=TrainConfig.lr_schedule,
+                   help="tcl/tlp: constant learning rate, or a half cosine down to 0 over the epochs (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "accuracy.json"))
     args = p.parse_args(argv)

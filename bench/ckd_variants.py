@@ -32,11 +32,20 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
-from tcl.ckd import (ActiveColumn, CKDConfig, compress, first_platform, load_kb, platform_hardware, progress,  # noqa: E402
-                     save_kb)
-from tcl.metrics import spearman  # noqa: E402
-from tcl.train import ProgramData, score_tasks, split_tasks  # noqa: E402
 from tcl.atomic import write_text  # noqa: E402
+from tcl.continual import (  # noqa: E402
+    ActiveColumn,
+    CKDConfig,
+    compress,
+    first_platform,
+    load_kb,
+    platform_hardware,
+    progress,
+    save_kb,
+)
+from tcl.metrics import spearman  # noqa: E402
+from tcl.program_data import ProgramData, split_tasks  # noqa: E402
+from tcl.scoring import score_tasks  # noqa: E402
 
 DEFAULT_VARIANTS = "keep_old=0;keep_old=1,hardware_lr=1;keep_old=1"
 

@@ -6,16 +6,17 @@ Top-1 on each platform's held-out tasks), giving a matrix R[stage][platform]. Re
 average Top-1 after the last stage, forgetting (mean over earlier platforms of best-ever Top-1
 minus final Top-1), model size, training seconds.
 
-Methods: ckd (tcl.ckd with its defaults: progress + gated compress into the descriptor-reading
-parameters, projected so that earlier platforms' scores do not change; --preserve keep: the whole
-KB learns, held by the old-hardware ranking term and online EWC at --ckd-ewc-lambda, off by
-default), distill (the gated distillation from the column into the whole KB alone: nothing keeps
-the old platforms),
-ewc (fine-tuning with online EWC, no column), finetune (plain sequential fine-tuning), separate
-(a new model per platform; size grows), joint (all platforms' data at once: a shared backbone with
-one head per platform, the MTL-TLP-style upper bound that needs every dataset together). Not run by
-default: joint_kb (one model for all platforms, the hardware descriptor its only way to tell them
-apart, trained on all data at once: the most a single KB of this size can hold).
+Methods (tcl.continual; their settings are CKDConfig's, options as `tcl distill`'s): ckd (CKD with
+its defaults: progress + gated compress into the descriptor-reading parameters, projected so that
+earlier platforms' scores do not change; --preserve keep: the whole KB learns, held by the
+old-hardware ranking term and online EWC at --ewc-lambda, off by default), distill (the gated
+distillation from the column into the whole KB alone: nothing keeps the old platforms), ewc
+(fine-tuning with online EWC at --ewc-baseline-lambda, no column), finetune (plain sequential
+fine-tuning), separate (a new model per platform; size grows), joint (all platforms' data at once:
+a shared backbone with one head per platform, the MTL-TLP-style upper bound that needs every
+dataset together). Not run by default: joint_kb (one model for all platforms, the hardware
+descriptor its only way to tell them apart, trained on all data at once: the most a single KB of
+this size can hold).
 
 Cross-platform start (--fractions): the first platform's KB learns the second from RDU samples of
 5%..100% of its training programs; against a model trained from scratch on all of them (and the
@@ -37,130 +38,34 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn as nn
 
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.atomic import save_figure, write_text  # noqa: E402
-from tcl.ckd import (  # noqa: E402
+from tcl.cli.distill import add_ckd_options, ckd_config  # noqa: E402
+from tcl.continual import (  # noqa: E402
     CKDConfig,
-    OnlineEWC,
-    _batches,
+    finetune,
     first_platform,
+    joint,
     learn_platform,
     sampled_subset,
+    separate,
 )
-from tcl.model.losses import lambda_rank_loss  # noqa: E402
-from tcl.train import (  # noqa: E402
-    LastEpochsAverage,
-    ProgramData,
-    _groups,
-    _seed_everything,
-    build_model,
-    epochs_for_steps,
-    optimizer_step,
-    score_tasks,
-    split_tasks,
-    train,
-)
+from tcl.program_data import ProgramData, split_tasks  # noqa: E402
+from tcl.scoring import score_tasks  # noqa: E402
 
 METHODS = ("ckd", "distill", "ewc", "finetune", "separate", "joint")
 EXTRA_METHODS = ("joint_kb",)  # not run by default
 JOINT = ("joint", "joint_kb")  # trained on every platform at once: no stages, no forgetting
+# The ewc baseline's penalty: strong, as fine-tuning with EWC is meant to be (CKD's own EWC is off,
+# CKDConfig.ewc_lambda).
+EWC_BASELINE_LAMBDA = 100.0
 
 
 def top1(model, data, test_ids) -> float:
     return score_tasks(model, data, test_ids)["pooled"]["top1"]
-
-
-def finetune(model, data, ids, cfg: CKDConfig, ewc: OnlineEWC | None):
-    """Continues training `model` on new data (LambdaRank), optionally with the EWC penalty."""
-    model = copy.deepcopy(model)
-    for p in model.parameters():
-        p.requires_grad_(True)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    rng = np.random.default_rng(cfg.seed)
-    model.train()
-    epochs = epochs_for_steps(data, ids, cfg.progress_epochs + cfg.compress_epochs, 2 * cfg.min_steps,
-                              cfg.group_size, cfg.batch_tasks)
-    average = LastEpochsAverage(epochs, cfg.average_last)
-    for epoch in range(1, epochs + 1):
-        for idx, gid in _batches(data, ids, cfg, rng):
-            loss = lambda_rank_loss(model(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
-            if ewc is not None:
-                loss = loss + ewc.penalty(model, cfg.ewc_lambda)
-            optimizer_step(opt, loss, model.parameters(), cfg.clip)
-        average.after_epoch(epoch, model)
-    average.finish(model)
-    model.eval()
-    return model
-
-
-class Platforms(nn.Module):
-    """One model for every platform (the KB's architecture: the hardware descriptor is its only
-    way to tell them apart); `platform` is ignored."""
-
-    def __init__(self, model_config: dict | None):
-        super().__init__()
-        self.body = build_model("mamba", **(model_config or {}))
-        self.platform = 0
-
-    def forward(self, *inputs):
-        return self.body(*inputs)
-
-    def size_mb(self) -> float:
-        return self.body.size_mb()
-
-
-class MultiHead(nn.Module):
-    """A shared MambaCostModel body with one head per platform (MTL baseline)."""
-
-    def __init__(self, n_platforms: int, model_config: dict | None):
-        super().__init__()
-        self.body = build_model("mamba", **(model_config or {}))
-        self.heads = nn.ModuleList(copy.deepcopy(self.body.decoder) for _ in range(n_platforms))
-        self.platform = 0
-
-    def forward(self, seq, lengths, workload=None, hardware=None):
-        b = self.body
-        parts = [b.embedding(seq, lengths)]
-        if b.workload_proj is not None:
-            parts.append(b.workload_proj(workload))
-        if b.hardware_proj is not None:
-            parts.append(b.hardware_proj(hardware))
-        return self.heads[self.platform](torch.cat(parts, -1)).squeeze(-1)
-
-    def size_mb(self) -> float:
-        return sum(p.numel() for n, p in self.named_parameters() if not n.startswith("body.decoder")) * 4 / 1e6
-
-
-def joint(datas, train_ids, cfg: CKDConfig, model_config, shared_head: bool = False):
-    """All platforms' data at once; a head per platform, or (shared_head) one model for all, the
-    most a single KB can hold."""
-    _seed_everything(cfg.seed)
-    model = Platforms(model_config) if shared_head else MultiHead(len(datas), model_config)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    rng = np.random.default_rng(cfg.seed)
-    model.train()
-    epochs = cfg.progress_epochs + cfg.compress_epochs
-    average = LastEpochsAverage(epochs, cfg.average_last)
-    for epoch in range(1, epochs + 1):
-        batches = []
-        for k, (d, ids) in enumerate(zip(datas, train_ids)):
-            groups = _groups(d, ids, cfg.group_size, rng)
-            batches += [(k, groups[a:a + cfg.batch_tasks]) for a in range(0, len(groups), cfg.batch_tasks)]
-        rng.shuffle(batches)
-        for k, chunk in batches:
-            model.platform = k
-            idx = np.concatenate(chunk)
-            gid = torch.from_numpy(np.repeat(np.arange(len(chunk)), [len(g) for g in chunk]))
-            loss = lambda_rank_loss(model(*datas[k].inputs(idx)), torch.from_numpy(datas[k].label[idx]), gid)
-            optimizer_step(opt, loss, model.parameters(), cfg.clip)
-        average.after_epoch(epoch, model)
-    average.finish(model)
-    model.eval()
-    return model
 
 
 def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_lambda: float) -> dict:
@@ -192,14 +97,12 @@ def run_order(names, datas, splits, cfg: CKDConfig, model_config, methods, ewc_l
                         kb, ewc, _ = learn_platform(kb, ewc, datas[i], splits[i][0],
                                                     replace(cfg, preserve="keep", ewc_lambda=0.0, keep_old=0.0))
                     elif method == "ewc":
-                        kb = finetune(kb, datas[i], splits[i][0], replace(cfg, ewc_lambda=ewc_lambda), ewc)
+                        kb = finetune(kb, datas[i], splits[i][0], cfg, ewc, ewc_lambda)
                         ewc.consolidate(kb, datas[i], splits[i][0], cfg)
                     elif method == "finetune":
-                        kb = finetune(kb, datas[i], splits[i][0], cfg, None)
+                        kb = finetune(kb, datas[i], splits[i][0], cfg)
                     elif method == "separate":
-                        kb, _ = train(datas[i], splits[i][0], (), epochs=cfg.progress_epochs + cfg.compress_epochs,
-                                      model_config=model_config, seed=cfg.seed, threads=cfg.threads, progress=False,
-                                      min_steps=2 * cfg.min_steps, average_last=cfg.average_last)
+                        kb = separate(datas[i], splits[i][0], cfg, model_config)
                 models.append(kb)
                 for j in range(i + 1):
                     # separate: each platform is scored with its own model
@@ -229,10 +132,7 @@ def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_co
     if "scratch" in known:
         bar = known["scratch"]
     else:
-        scratch, _ = train(data, train_ids, (), epochs=cfg.progress_epochs + cfg.compress_epochs,
-                           model_config=model_config, seed=cfg.seed, threads=cfg.threads, progress=False,
-                           min_steps=2 * cfg.min_steps)
-        bar = top1(scratch, data, test_ids)
+        bar = top1(separate(data, train_ids, cfg, model_config), data, test_ids)
     n_all = len(data.programs_of(train_ids))
     rows = [{"fraction": 1.0, "method": "scratch", "programs": n_all, "top1": bar, "seconds": time.perf_counter() - t0}]
     print(f"  {tag}scratch on all {n_all} training programs: Top-1 {bar:.4f}", flush=True)
@@ -262,12 +162,7 @@ def cross_platform_start(first, data, split, fractions, cfg: CKDConfig, model_co
 def learn_order(paths, order, args):
     """One order of platforms: every method's matrix, then the cross-platform start on its second
     platform. Returns (order, its name, the per-method results, the start or None)."""
-    cfg = CKDConfig(progress_epochs=args.progress_epochs, compress_epochs=args.compress_epochs,
-                    min_steps=args.min_steps, preserve=args.preserve, ewc_lambda=args.ckd_ewc_lambda,
-                    keep_old=args.keep_old, keep_old_mix=args.keep_old_mix, hardware_lr=args.hardware_lr,
-                    hardware_film=args.hardware_film, hardware_film_steps=args.hardware_film_steps,
-                    hardware_adapter_rank=args.hardware_adapter_rank, projected_lr=args.projected_lr,
-                    average_last=args.average_last, seed=args.seed, threads=args.threads)
+    cfg = ckd_config(args)
     torch.set_num_threads(args.threads)
     model_config = {"d_model": args.d_model} if args.d_model else None
     paths = [paths[i] for i in order]
@@ -279,7 +174,7 @@ def learn_order(paths, order, args):
             sys.exit(f"{name}: no held-out tasks to score (its task.json has no test split; give --test-fraction)")
     key = " -> ".join(names)
     print(f"order {key}:", flush=True)
-    res, first = run_order(names, datas, splits, cfg, model_config, args.methods, args.ewc_lambda)
+    res, first = run_order(names, datas, splits, cfg, model_config, args.methods, args.ewc_baseline_lambda)
     fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
     start = None
     if fractions and first is not None:
@@ -296,42 +191,20 @@ def main(argv=None):
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS,
                    help="joint_kb (not run by default): one model for all platforms trained on all data")
     p.add_argument("--both-orders", action="store_true", help="also learn the platforms in reverse order")
-    p.add_argument("--progress-epochs", type=int, default=20)
-    p.add_argument("--compress-epochs", type=int, default=20)
-    p.add_argument("--min-steps", type=int, default=200)
-    p.add_argument("--ewc-lambda", type=float, default=100.0, help="strength of the ewc baseline's penalty")
-    p.add_argument("--preserve", choices=("exact", "keep"), default=CKDConfig.preserve,
-                   help="ckd: how compress keeps the earlier platforms (tcl.ckd.CKDConfig.preserve)")
-    p.add_argument("--ckd-ewc-lambda", type=float, default=CKDConfig.ewc_lambda, help="ckd's EWC strength")
-    p.add_argument("--keep-old", type=float, default=CKDConfig.keep_old, help="ckd: weight of the old-hardware ranking term")
-    p.add_argument("--keep-old-mix", action=argparse.BooleanOptionalAction, default=CKDConfig.keep_old_mix,
-                   help="ckd: the old-hardware term also on mixtures of two tasks' programs")
-    p.add_argument("--hardware-lr", type=float, default=CKDConfig.hardware_lr,
-                   help="ckd: learning-rate multiplier of the hardware projection in compress")
-    p.add_argument("--hardware-film", action=argparse.BooleanOptionalAction, default=CKDConfig.hardware_film,
-                   help="the first KB (every sequential method's start) gets a FiLM layer (tcl.ckd)")
-    p.add_argument("--hardware-film-steps", action=argparse.BooleanOptionalAction,
-                   default=CKDConfig.hardware_film_steps,
-                   help="... that also FiLMs every step's encoder output, not only the pooled embedding")
-    p.add_argument("--projected-lr", action=argparse.BooleanOptionalAction, default=CKDConfig.projected_lr,
-                   help="ckd exact: scale the learning rate by how much the projection shrinks the new descriptor")
-    p.add_argument("--hardware-adapter-rank", type=int, default=CKDConfig.hardware_adapter_rank,
-                   help="... and descriptor adapters of this rank (0: none; tcl.model.cost_model.DescriptorAdapter)")
-    p.add_argument("--average-last", type=float, default=CKDConfig.average_last,
-                   help="every model (the first KB, each stage's, joint's, separate's) ends as the mean of its weights "
-                        "after each of this last fraction of its epochs")
+    p.add_argument("--ewc-baseline-lambda", type=float, default=EWC_BASELINE_LAMBDA,
+                   help="strength of the ewc baseline's penalty (default: %(default)s)")
     p.add_argument("--fractions", default="0.05,0.1,0.2,0.5,1.0",
                    help="cross-platform start: RDU sample sizes of the second platform ('' to skip)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
-    p.add_argument("--d-model", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1, help="torch threads per order")
+    p.add_argument("--d-model", type=int, default=None, help="model width (default: the architecture's)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per order (default: %(default)s)")
     p.add_argument("--jobs", type=int, default=1, help="orders learned at once, one process each (with --both-orders)")
     p.add_argument("--out", help="default: bench/results/continual.json (continual_seeds.json with --mean-of)")
     p.add_argument("--mean-of", nargs="+", metavar="RESULT_JSON",
                    help="train nothing: summarise runs with different --seed (their --out files) as the mean "
                         "and standard error per order and method, and each method against joint seed by seed; "
                         "writes --out")
+    add_ckd_options(p, skip=("threads",))
     args = p.parse_args(argv)
     if args.mean_of:
         return mean_over_seeds(args.mean_of, args.out or ROOT / "bench" / "results" / "continual_seeds.json")

@@ -1,7 +1,7 @@
 """Featurization speed, measured side by side in one run.
 
 1. Ansor records per second: tcl.featurize (C++, 1 thread and all threads, from the files to the
-   arrays) against the plain-Python reference featurizer (tests/reference_featurizer.py) on the same
+   arrays) against the plain-Python reference featurizer (tcl/reference_featurizer.py) on the same
    logs (default: ../shared/data/ansor).
 2. MetaSchedule candidates: microseconds per candidate from a MeasureCandidate to features, TCL
    (str(trace) -> C++) against TVM's own PerStoreFeature, on the same candidates, 1 thread each
@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -24,7 +23,6 @@ os.environ.setdefault("TVM_NUM_THREADS", "1")  # PerStoreFeature's thread pool: 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # its idle threads spin on 2 cores and steal the timed one
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 import numpy as np  # noqa: E402
 
@@ -50,7 +48,7 @@ def fresh_output(n):
 
 
 def bench_ansor(paths, repeats):
-    from reference_featurizer import reference_featurize
+    from tcl.reference_featurizer import reference_featurize
 
     n = len(tcl.featurize(paths))
     cold = timed(lambda: tcl.featurize(paths, threads=1), 1)[0]

@@ -80,7 +80,7 @@ def main(argv=None):
     from tvm.s_tir.meta_schedule.cost_model.mlp_model import MLPModel
 
     from tcl.tvm.builder import import_cpu_tensor_intrin
-    from tcl.tvm.cost_model import CostModel
+    from tcl.tvm.search_cost_model import CostModel
 
     import_cpu_tensor_intrin()
     groups = candidates(args.db, args.per_call)
@@ -93,7 +93,7 @@ def main(argv=None):
                 model_path, model_label = str(DEFAULT_ONNX), "the shipped default"
             else:  # same architecture and size as the default: the cost is what is measured
                 from tcl.export import export_onnx
-                from tcl.train import build_model
+                from tcl.architectures import build_model
 
                 model_path, model_label = os.path.join(tmp, "model.onnx"), "default-size fresh export"
                 export_onnx(build_model("mamba"), model_path)

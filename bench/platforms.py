@@ -69,7 +69,7 @@ def repeat_spread(dataset: Path) -> dict:
 def held_out_weight(dataset: Path) -> dict:
     """Each held-out task's share of the pooled Top-1's weight (module docstring)."""
     import tcl
-    from tcl.train import ProgramData, split_tasks, task_key
+    from tcl.program_data import ProgramData, split_tasks, task_key
 
     data = ProgramData(tcl.featurize(dataset))
     _, test_ids = split_tasks(data.tasks)

@@ -51,10 +51,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.sampling import reference  # noqa: E402
-from tcl.sampling.sampler import (LookupOracle, SamplingConfig, default_embedding, round0_method,  # noqa: E402
-                                  run_sampling, sampling_pool, train_on_measured)
-from tcl.sampling.strategies import METHODS, Weights, normalize_per_group, per_task_budget, select  # noqa: E402
-from tcl.train import ProgramData, load_checkpoint, save_checkpoint, score_tasks, split_tasks, task_key, train  # noqa: E402
+from tcl.sampling.methods import REGISTRY, get_method, method_names  # noqa: E402
+from tcl.sampling.sampler import (EMBEDDINGS, LookupOracle, SamplingConfig, run_sampling, sampling_pool,  # noqa: E402
+                                  train_on_measured)
+from tcl.sampling.strategies import Weights, normalize_per_group, per_task_budget, select  # noqa: E402
+from tcl.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from tcl.program_data import ProgramData, split_tasks, task_key  # noqa: E402
+from tcl.scoring import score_tasks  # noqa: E402
+from tcl.train import train  # noqa: E402
 from tcl.atomic import save_figure, write_text  # noqa: E402
 
 
@@ -186,9 +190,14 @@ def pick_coverage(cost, group, picked) -> dict:
 
 
 def rdu_weights(args) -> Weights:
-    r, d, u = args.rdu_weights
-    return Weights(r=r, d=d, u=u, u_speed=args.u_speed, u_kind=args.u_kind, r_kind=args.r_kind,
-                   score_axis=args.score_axis)
+    return weights_of(vars(args))
+
+
+def weights_of(settings: dict) -> Weights:
+    """The sampler's Weights from the bench's settings (its arguments, or a stored run's)."""
+    r, d, u = settings["rdu_weights"]
+    return Weights(r=r, d=d, u=u, u_speed=settings["u_speed"], u_kind=settings["u_kind"],
+                   r_kind=settings["r_kind"], score_axis=settings["score_axis"])
 
 
 def task_means(per_task: dict) -> dict:
@@ -203,15 +212,10 @@ def task_means(per_task: dict) -> dict:
 
 # settings a stored run must share to be reused
 SAME_RUN = ("rounds", "epochs", "test_fraction", "average_last", "warm_start")
-# ... and those only the sampled runs (rate < 1) must share (the 100% runs do not sample); the
-# embedding only where the picks read it (random picks at random, uncertainty ranks by U alone)
+# ... and those only the sampled runs (rate < 1) must share (the 100% runs do not sample); besides
+# these, a sampled run must share the embedding if its method reads one, and the weights its method
+# reads (SamplingMethod.reads_embedding and weight_fields_read, tcl.sampling.methods)
 SAME_SAMPLED_RUN = ("min_steps",)
-EMBEDDING_FREE = ("random", "uncertainty", *ORACLES)
-# besides rdu (SAME_RDU_RUN), the methods whose picks read R: rd, and those whose round 0 (no model
-# yet) picks as rd
-ROUND0_RD = tuple(m for m in METHODS if m != "rdu" and round0_method(m) == "rd")
-# ... and those only the rdu runs must share
-SAME_RDU_RUN = ("u_speed", "rdu_weights", "u_kind", "r_kind", "score_axis")
 # runs stored before a setting was added ran with this value of it
 SETTINGS_BEFORE_THEY_EXISTED = {"average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],
                                "u_kind": "spread", "r_kind": "density", "warm_start": False,
@@ -237,20 +241,24 @@ def stored_runs(detail_path: Path, args) -> dict:
         print(f"{detail_path} holds other settings; starting over")
         return {}
     same_sampled = all(settings.get(k) == getattr(args, k) for k in SAME_SAMPLED_RUN)
+    then, now = weights_of(settings), rdu_weights(args)
 
-    def same_embedding(method):  # None: each method's default_embedding
-        return (settings.get("embedding") or default_embedding(method)) == (args.embedding or default_embedding(method))
-    same_rdu = all(settings.get(k) == getattr(args, k) for k in SAME_RDU_RUN)
-    # rd is rdu without U: its R's kind and the R and D weights are rdu's; biased_diversity and
-    # uncertainty make their round-0 picks (no model yet) as rd does
-    same_r = settings["r_kind"] == args.r_kind and settings["rdu_weights"][:2] == args.rdu_weights[:2]
+    def same_picks(method) -> bool:
+        """Whether a sampled run of `method` stored under `settings` picks as one run now would."""
+        if method in ORACLES:  # they pick by the true latencies alone
+            return True
+        if method not in REGISTRY:  # a method this code no longer has: nothing to compare it with
+            return False
+        m = get_method(method)
+        if m.reads_embedding and (settings.get("embedding") or m.embedding) != (args.embedding or m.embedding):
+            return False  # no embedding given: each method's own
+        return all(getattr(then, f) == getattr(now, f) for f in m.weight_fields_read)
+
     found = {}
     for platform, methods in old.get("accuracy", {}).items():
         for method, by_rate in methods.items():
             for rate, entry in by_rate.items():
-                if float(rate) < 1.0 and (not same_sampled or (method == "rdu" and not same_rdu)
-                                          or (method not in EMBEDDING_FREE and not same_embedding(method))
-                                          or (method in ROUND0_RD and not same_r)):
+                if float(rate) < 1.0 and not (same_sampled and same_picks(method)):
                     continue
                 for r in entry["runs"]:
                     m = "all" if float(rate) >= 1.0 else method
@@ -357,7 +365,8 @@ def speed(sizes, task_size, dim) -> dict:
         w = Weights()
         weights, un = (w.r, w.d, w.u), normalize_per_group(u + w.u_speed * p, group)
         coverage = w.r_kind == "coverage"
-        r = np.zeros(n) if coverage else normalize_per_group(1 / (1 + reference.knn_distance(x, group, w.k)), group)
+        r = (np.zeros(n) if coverage
+             else normalize_per_group(1 / (1 + reference.knn_mean_distance(x, group, w.k)), group))
         reference.greedy_select(x, group, budget, r, un, None, weights, coverage_k=w.k if coverage else 0)
         ref = time.perf_counter() - t0
         out[str(n)] = {"cpp_seconds": cpp, "numpy_seconds": ref, "speedup": ref / cpp}
@@ -457,16 +466,16 @@ def runs_to_do(platforms, args, runs: dict) -> list[tuple]:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform (default: datasets/*/)")
-    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, *ORACLES],
+    p.add_argument("--methods", nargs="+", default=list(method_names()), choices=[*method_names(), *ORACLES],
                    help="samplers to compare (default: all); the oracle_* diagnostics pick with the true latencies")
     p.add_argument("--rates", nargs="+", type=float, default=[0.05, 0.1, 0.2, 0.5, 1.0])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--epochs", type=int, default=20, help="training epochs per round")
     p.add_argument("--min-steps", type=int, default=200, help="optimizer steps per round at least")
-    p.add_argument("--embedding", choices=["model", "features", "both"], default=None,
+    p.add_argument("--embedding", choices=EMBEDDINGS, default=None,
                    help="what R and D measure distances on, for every method (default: each method's own, "
-                   "tcl.sampling.sampler.default_embedding)")
+                   "SamplingMethod.embedding in tcl.sampling.methods)")
     p.add_argument("--average-last", type=float, default=0.0,
                    help="every model (each round's, and the 100%% one) is the mean of its weights over this last "
                    "fraction of its epochs (0: the last epoch's)")

@@ -155,7 +155,7 @@ def main(argv=None):
     p.add_argument("--trials-per-iter", type=int, default=16)
     p.add_argument("--model", default=None, help="TCL ONNX model (default: the one shipped in the wheel)")
     p.add_argument("--explore", type=float, default=None,
-                   help="TCL's exploration weight (default: tcl.tvm.cost_model.DEFAULT_EXPLORE)")
+                   help="TCL's exploration weight (default: tcl.tvm.search_cost_model.DEFAULT_EXPLORE)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "tuning.json"))
     p.add_argument("--fresh", action="store_true",
                    help="tune every run again (default: reuse stored runs with the same settings)")
@@ -163,7 +163,7 @@ def main(argv=None):
     args.budgets = sorted(int(b) for b in args.budgets.split(","))
     args.model_sha256 = model_sha256(args.model)
     if args.explore is None:
-        from tcl.tvm.cost_model import DEFAULT_EXPLORE
+        from tcl.tvm.search_cost_model import DEFAULT_EXPLORE
 
         args.explore = DEFAULT_EXPLORE
     cases, models = args.cases.split(","), args.cost_models.split(",")

@@ -159,7 +159,7 @@ void check_len(py::ssize_t got, py::ssize_t n, const char* name) {
   if (got != n) throw py::value_error(std::string(name) + " must have one entry per row of x");
 }
 
-py::array_t<float> knn_distance_py(const F32& x, const I32& group, int k, int threads) {
+py::array_t<float> knn_mean_distance_py(const F32& x, const I32& group, int k, int threads) {
   int d = check_rows(x, "x");
   py::ssize_t n = x.shape(0);
   check_len(group.size(), n, "group");
@@ -231,7 +231,7 @@ PYBIND11_MODULE(_core, m) {
         "Featurize in-memory sources [(kind, path, data, workload_path, workload_data)].");
   m.def("featurize_traces", &featurize_trace_texts, py::arg("traces"), py::arg("args_info") = "",
         py::arg("threads") = 1, "Featurize trace JSON strings -> (seq, length, workload).");
-  m.def("knn_distance", &knn_distance_py, py::arg("x"), py::arg("group"), py::arg("k"),
+  m.def("knn_mean_distance", &knn_mean_distance_py, py::arg("x"), py::arg("group"), py::arg("k"),
         py::arg("threads") = 0, "Mean distance to the k nearest neighbours within each group.");
   m.def("min_distance", &min_distance_py, py::arg("x"), py::arg("y"), py::arg("threads") = 0,
         "Distance from each row of x to the nearest row of y.");

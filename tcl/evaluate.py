@@ -9,12 +9,16 @@ model passed as an nn.Module carries no such record and is scored on all tasks).
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from .errors import FormatError
 from .features import FeatureSet, TaskInfo, featurize
+from .hardware import target_label
 
-__all__ = ["DEFAULT_MODEL", "default_model_path", "evaluate", "format_table", "task_names"]
+__all__ = ["DEFAULT_MODEL", "default_model_path", "evaluate", "format_table", "task_label", "task_names",
+           "workload_label"]
 
 DEFAULT_MODEL = Path(__file__).parent / "data" / "default_model.pt"
 
@@ -27,12 +31,44 @@ def default_model_path() -> Path:
     return DEFAULT_MODEL
 
 
+_HASH = re.compile(r"[0-9a-f]{32}")  # a TenSet workload key's first element: a hash, no operator name
+
+
+def workload_label(key: str) -> str:
+    """An Ansor workload key as `operator(arguments)`, e.g. "ansor_mm(1000,800,700,"float32")"; a
+    TenSet key, whose first element is a hash of the computation, shows the hash's first 8 digits
+    in place of the operator. Anything else is returned as it is."""
+    try:
+        w = json.loads(key)
+    except (json.JSONDecodeError, RecursionError):
+        return key
+    if not (isinstance(w, list) and w and isinstance(w[0], str)):
+        return key
+    head = w[0][:8] if _HASH.fullmatch(w[0]) else w[0]
+    return f"{head}({','.join(json.dumps(a, separators=(',', ':')) for a in w[1:])})"
+
+
+def task_label(t: TaskInfo) -> str:
+    """What a task is, readably: task.json's name (the operator or fused operators), else the
+    operator and arguments of an Ansor workload key, else the name of the database directory it
+    came from; then the networks it occurs in, e.g. "mean [mobilenet_v2]"."""
+    if t.name:
+        name = t.name
+    elif t.workload.lstrip().startswith("["):  # an Ansor workload key
+        name = workload_label(t.workload)
+    else:  # a MetaSchedule structural hash: the directory names the database
+        name = Path(t.source).parent.name or t.workload
+    return f"{name} [{', '.join(t.networks)}]" if t.networks else name
+
+
 def task_names(tasks: list[TaskInfo]) -> list[str]:
-    """A readable, unique name per task: task.json's name, else the workload key (+ target)."""
+    """A readable, unique name per task (task_label), told apart where two are alike by the
+    structural hash (MetaSchedule) or the target (Ansor), else by the task's index."""
     names, seen = [], set()
     for i, t in enumerate(tasks):
-        name = t.name or t.workload
-        for candidate in (name, f"{name} @ {t.target}", f"{name} @ {t.target} #{i}"):
+        name = task_label(t)
+        other = f"{name} @ {target_label(t.target)}" if t.workload.lstrip().startswith("[") else f"{name} #{t.workload}"
+        for candidate in (name, other, f"{other} #{i}"):
             if candidate not in seen:
                 break
         seen.add(candidate)
@@ -51,7 +87,9 @@ def evaluate(model_or_checkpoint, data, all_tasks: bool = False, batch_size: int
     import torch
 
     from .metrics import evaluate_predictions
-    from .train import ProgramData, load_checkpoint, predict, task_key
+    from .checkpoint import load_checkpoint
+    from .program_data import ProgramData, task_key
+    from .scoring import predict
 
     if threads:
         torch.set_num_threads(threads)
@@ -93,21 +131,26 @@ def _fmt(v) -> str:
 
 
 def format_table(result: dict, name_width: int = 48) -> str:
-    """A readable table: pooled, then per network, then per task."""
+    """A readable table: the pooled score over all the tasks, then per network, then per task,
+    each part below a rule, so no task's row reads as the summary."""
     head = f"{'':<{name_width}} {'top1':>6} {'top5':>6} {'pairwise':>8} {'n':>6}"
+    rule = "-" * len(head)
     d, m = result["data"], result["model"]
     title = (f"model {m['path'] or m['arch']} ({m['arch']}, {m['size_mb']} MB); {d['tasks']} "
              f"of {d['tasks_in_data']} tasks ({d['chosen']}), {d['programs']} programs")
-    lines = [title, head]
+    lines = [title, head, rule]
 
     def row(name, s, n):
-        name = name if len(name) <= name_width else name[:name_width - 3] + "..."
+        if len(name) > name_width:  # shortened in the middle, so the networks in brackets stay
+            cut = name.rfind(" [")
+            tail = name[cut:] if 0 < cut and len(name) - cut <= name_width // 2 else ""
+            name = name[:name_width - 3 - len(tail)] + "..." + tail
         return (f"{name:<{name_width}} {_fmt(s['top1']):>6} {_fmt(s['top5']):>6} "
                 f"{_fmt(s['pairwise']):>8} {n:>6}")
 
-    lines.append(row("pooled", result["pooled"], d["tasks"]))
-    lines.append("networks (n = tasks)")
+    lines.append(row("all tasks, pooled (n = tasks)", result["pooled"], d["tasks"]))
+    lines += [rule, "networks (n = tasks)"]
     lines += [row("  " + k, v, v["tasks"]) for k, v in result["networks"].items()]
-    lines.append("tasks (n = programs)")
+    lines += [rule, "tasks (n = programs)"]
     lines += [row("  " + k, v, v["programs"]) for k, v in result["tasks"].items()]
     return "\n".join(lines)

@@ -79,7 +79,7 @@ def export_onnx(model, path, platform: dict | None = None, extra: dict | None = 
 
 
 def _compact(graph):
-    """Drops what scoring does not need: dynamo's stack traces on every node (~280 KB), the
+    """Drops what scoring does not need: dynamo's stack traces on every node (most of the file), the
     intermediate shape annotations (onnxruntime infers them) and the long generated names of the
     nodes and their intermediate values (renamed v0, v1, ...), in the Scan body as well. One
     renaming for all graphs: the body reads values of the outer graph by name."""

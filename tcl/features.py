@@ -1,9 +1,9 @@
 """The feature spec and the front of the C++ featurizer.
 
 A program becomes `seq[L, D]` float32 (one row per schedule step / trace instruction, padded with
-zero rows at the END), its true `length`, and a `workload[W]` descriptor. See FeatureSpec and the
-README's "Feature layout". The same C++ code featurizes files (`featurize`) and in-memory traces from
-the search loop (`featurize_traces`).
+zero rows at the END), its true `length`, and a `workload[W]` descriptor. See FeatureSpec and
+docs/features.md ("Feature layout"). The same C++ code featurizes files (`featurize`) and in-memory
+traces from the search loop (`featurize_traces`).
 """
 
 from __future__ import annotations

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["HARDWARE_DIM", "HARDWARE_FIELDS", "hardware_vector", "is_gpu", "task_platform"]
+__all__ = ["HARDWARE_DIM", "HARDWARE_FIELDS", "hardware_vector", "is_gpu", "platform_name", "target_label",
+           "task_platform"]
 
 CPU_FIELDS = ("cores", "threads", "base_clock_ghz", "turbo_clock_ghz", "l1d_kb", "l2_kb", "l3_kb",
               "memory_gb", "vector_bits")
@@ -94,3 +97,46 @@ def task_platform(task) -> dict | None:
     else:
         p.update(cores=_number(num_cores), vector_bits=_number(vector_bytes) * 8)
     return p
+
+
+def target_label(target: str) -> str:
+    """A short readable form of a TVM target given as a string or as JSON: its kind and the CPU or
+    GPU it is compiled for, e.g. "llvm znver4", "cuda sm_80", "llvm"."""
+    target = (target or "").strip()
+    model = ""
+    if target.startswith("{"):
+        try:
+            obj = json.loads(target)
+        except (json.JSONDecodeError, RecursionError):
+            obj = None
+        if isinstance(obj, dict):
+            model = next((str(obj[k]) for k in ("mcpu", "arch", "model")
+                          if obj.get(k) not in (None, "", "unknown")), "")
+    else:
+        for option in target.split()[1:]:
+            key, _, value = option.lstrip("-").partition("=")
+            if key in ("mcpu", "arch", "model") and value not in ("", "unknown"):
+                model = value
+                break
+    return f"{_target_kind(target)} {model}".strip()
+
+
+def platform_name(task, roots=()) -> str:
+    """A readable name of the platform a task was measured on: platform.json's "name" (by default
+    the name of the directory that holds platform.json), else the name of the directory it was
+    found under (the one of `roots`, the paths named, that holds it; else its file's directory)
+    followed by the target's short form (target_label), so that one directory's CPU and GPU logs
+    stay apart.
+
+    task: a tcl.features.TaskInfo (anything with .platform, .source, .target).
+    """
+    name = (task.platform or {}).get("name")
+    if name:
+        return str(name)
+    if isinstance(roots, (str, os.PathLike)):
+        roots = [roots]
+    source = Path(os.path.realpath(task.source))
+    where = next((Path(os.path.realpath(r)) for r in roots
+                  if os.path.isdir(r) and source.is_relative_to(os.path.realpath(r))), source.parent)
+    label = target_label(task.target)
+    return f"{where.name} ({label})" if label else where.name

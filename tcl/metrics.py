@@ -1,4 +1,5 @@
-"""The Top-k score and pairwise ranking accuracy (REFERENCES.md), implemented once. numpy only.
+"""The Top-k score and pairwise ranking accuracy (docs/training.md, "Metrics"), implemented once.
+numpy only.
 
 Per task, with programs ranked by predicted score (higher = predicted faster; ties keep the earlier
 program first):

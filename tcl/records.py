@@ -80,13 +80,16 @@ class Source:
 
 
 def discover(paths: list[str | os.PathLike] | str | os.PathLike, notes: list[str] | None = None) -> list[Source]:
-    """Sources under `paths`: files are Ansor logs, directories are searched recursively. A file
-    reached twice (named twice, inside a directory also named, through a symlink) is one source.
-    notes: if given, gets a line for each .json/.log file of a directory that was passed over
-    because it is not a record file (e.g. a tuning report)."""
+    """Sources under `paths`: files are Ansor logs, directories are searched recursively, following
+    symlinked directories (a dataset assembled from links to other datasets' task directories);
+    a directory reached again (a link to a parent, two links to one place) is not searched twice.
+    A file reached twice (named twice, inside a directory also named, through a symlink) is one
+    source. notes: if given, gets a line for each .json/.log file of a directory that was passed
+    over because it is not a record file (e.g. a tuning report)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     sources: dict[str, Source] = {}
+    searched: set[str] = set()  # real paths of the directories walked: no loop, no second walk
 
     def add(src: Source):
         sources.setdefault(os.path.realpath(src.path), src)
@@ -99,7 +102,12 @@ def discover(paths: list[str | os.PathLike] | str | os.PathLike, notes: list[str
             else:
                 add(Source("ansor", p))
                 continue
-        for root, dirs, files in os.walk(p):
+        for root, dirs, files in os.walk(p, followlinks=True):
+            real = os.path.realpath(root)
+            if real in searched:
+                dirs[:] = []
+                continue
+            searched.add(real)
             dirs.sort()
             root_p = Path(root)
             rec = _find(root_p, RECORD_FILE)

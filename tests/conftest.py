@@ -1,6 +1,40 @@
-"""Shared, expensive fixtures: made once per test session."""
+"""Shared, expensive fixtures (made once per test session), and the slow marks of files that keep
+none of their own."""
+
+import warnings
 
 import pytest
+
+# Tests over a few seconds each, by file and test function, in files that carry no slow marks of
+# their own: `pytest -m "not slow"` leaves them out. A name that matches no test of its file (once
+# that file is collected) is reported, so the list cannot go stale unnoticed.
+SLOW = {
+    "test_ckd.py": {"test_distill_cli_learns_a_platform_from_an_rdu_sample",
+                    "test_distill_cli_reads_only_the_new_platform"},
+    "test_tvm_collect.py": {
+        # the `local` fixture runs a real collection: every test that uses it
+        "test_collect_local_writes_a_stock_database", "test_remeasure_same_programs_on_another_target",
+        "test_collecting_into_a_packed_dataset_restores_it", "test_resume_after_a_cut_line",
+        "test_refuses_another_host_or_target", "test_host_identity_in_platform_json",
+        "test_resume_after_kill_9", "test_collect_through_rpc_tracker", "test_pack_during_a_collection_loses_nothing",
+        "test_workers_share_the_runner_and_pin_measurement",
+    },
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    seen: dict[str, set] = {}
+    for item in items:
+        names = SLOW.get(item.path.name)
+        if names is None:
+            continue
+        name = getattr(item, "originalname", item.name)
+        seen.setdefault(item.path.name, set()).add(name)
+        if name in names:
+            item.add_marker(pytest.mark.slow)
+    for file, names in seen.items():
+        for stale in sorted(SLOW[file] - names):
+            warnings.warn(f"tests/conftest.py SLOW names {file}::{stale}, which is not there", stacklevel=1)
 
 
 @pytest.fixture(scope="session")

@@ -332,7 +332,8 @@ def test_onnx_metadata_of_the_wrong_shape(tmp_path):
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     torch = pytest.importorskip("torch")
-    from tcl.train import build_model, save_checkpoint
+    from tcl.architectures import build_model
+    from tcl.checkpoint import save_checkpoint
 
     path = tmp_path_factory.mktemp("ck") / "m.pt"
     save_checkpoint(path, build_model("mamba", d_model=16), "mamba", {"data": []})
@@ -360,7 +361,7 @@ def _broken(torch, ck, path, change):
 ])
 def test_broken_checkpoint_names_the_file_and_what(tmp_path, checkpoint, change, expected, capsys):
     torch = pytest.importorskip("torch")
-    from tcl.train import load_checkpoint
+    from tcl.checkpoint import load_checkpoint
 
     path = _broken(torch, checkpoint, tmp_path / "bad.pt", change)
     with pytest.raises(FormatError, match=expected) as e:
@@ -372,7 +373,7 @@ def test_broken_checkpoint_names_the_file_and_what(tmp_path, checkpoint, change,
 
 def test_broken_ewc_state_of_a_knowledge_base(tmp_path, checkpoint):
     torch = pytest.importorskip("torch")
-    from tcl.ckd import load_kb
+    from tcl.continual.kb import load_kb
 
     path = _broken(torch, checkpoint, tmp_path / "kb.pt", lambda ck: ck.update(ewc={"fisher": None, "x": 1}))
     with pytest.raises(FormatError, match="kb.pt: the EWC state"):

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tcl.sampling.methods import method_names
+
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("bench_sampling", ROOT / "bench" / "sampling.py")
 sampling = importlib.util.module_from_spec(spec)
@@ -61,7 +63,7 @@ def test_stored_runs_round_trip_and_need_the_same_settings(tmp_path):
     reading_r = {("p", m, 0.1, 0) for m in ("rd", "biased_diversity", "uncertainty")}
     for i, m in enumerate(("rd", "random", "diversity", "biased_diversity", "uncertainty")):
         runs[("p", m, 0.1, 0)] = _run("p", m, 0.1, 0, 0.1 + 0.1 * i)
-    path.write_text(json.dumps({"accuracy": sampling.summarise(runs, ["rdu", *sampling.METHODS]), "settings": older}))
+    path.write_text(json.dumps({"accuracy": sampling.summarise(runs, list(method_names())), "settings": older}))
     kept = {("p", "all", 1.0, 0), ("p", "random", 0.1, 0), ("p", "diversity", 0.1, 0)}
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "r_kind": "coverage"}))) == kept
     assert set(sampling.stored_runs(path, Namespace(**{**SETTINGS, "rdu_weights": [0.5, 1.0, 1.0]}))) == kept

@@ -11,21 +11,25 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_features import MS_FIXTURE  # noqa: E402
+
 import tcl  # noqa: E402
-from tcl.ckd import (  # noqa: E402
+import tcl.continual.phases as phases  # noqa: E402
+from tcl.continual import (  # noqa: E402
     ActiveColumn,
     CKDConfig,
+    DescriptorProjection,
     OnlineEWC,
     compress,
     first_platform,
     gate,
     learn_platform,
+    load_kb,
     progress,
     with_hardware_film,
 )
 from tcl.model.losses import lambda_rank_loss  # noqa: E402
-from tcl.train import ProgramData  # noqa: E402
-from test_features import MS_FIXTURE  # noqa: E402
+from tcl.program_data import ProgramData  # noqa: E402
 
 CFG = CKDConfig(progress_epochs=2, compress_epochs=2, min_steps=0, threads=1, group_size=16)
 KEEP = replace(CFG, preserve="keep")  # the whole KB learns, held by the old-hardware term
@@ -62,9 +66,9 @@ def test_progress_keeps_the_kb_frozen(platforms, kb1):
         assert torch.equal(p, before[n]), n
     assert not any(p.requires_grad for p in ac.kb.parameters())
     # the column did learn: its weights moved away from its initial ones (same seed, same init)
-    from tcl.train import _seed_everything
+    from tcl.train import seed_everything
 
-    _seed_everything(CFG.seed)
+    seed_everything(CFG.seed)
     fresh = ActiveColumn(kb, CFG.alpha_init)
     assert any(not torch.equal(p, q) for p, q in zip(ac.col.parameters(), fresh.col.parameters()))
 
@@ -96,12 +100,10 @@ def test_ewc_state_keeps_each_platforms_hardware(platforms, kb1):
 
 
 def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1, column, monkeypatch):
-    import tcl.ckd as ckd
-
     kb, ewc, _ = kb1
     new, ac = column
     seen = []
-    real = ckd._keep_old_platforms
+    real = phases.keep_old_platforms
 
     def spy(kb_, student, seq, lengths, emb, kb_emb, workload, gid, old_hw):
         seen.append([h.tolist() for h in old_hw])
@@ -112,13 +114,13 @@ def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1,
         # the target is the incoming KB's order under the old descriptor (both bodies read it)
         with torch.no_grad():
             hw = old_hw[0].expand(len(emb), -1)
-            target = ckd._rank_labels(kb.head(kb.embedding(seq, lengths, hw), workload, hw), gid)
+            target = phases.rank_labels(kb.head(kb.embedding(seq, lengths, hw), workload, hw), gid)
             want = lambda_rank_loss(student.head(student.embedding(seq, lengths, hw), workload, hw), target, gid)
         torch.set_rng_state(after)
         assert float(loss) == pytest.approx(float(want), rel=1e-5)
         return loss
 
-    monkeypatch.setattr(ckd, "_keep_old_platforms", spy)
+    monkeypatch.setattr(phases, "keep_old_platforms", spy)
     compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], KEEP)
     assert seen and all(s == ewc.hardware for s in seen)  # the old descriptor, never the new one
     seen.clear()
@@ -131,17 +133,15 @@ def test_compress_ranks_against_the_kb_under_each_old_descriptor(platforms, kb1,
 
 
 def test_frozen_outputs_match_the_models_run_per_batch(kb1, column):
-    import tcl.ckd as ckd
-
     kb, _, _ = kb1
     new, ac = column
-    teacher, kb_emb = ckd._frozen_outputs(kb, ac, new, [0], chunk=7)  # several chunks
+    teacher, kb_emb = phases.frozen_outputs(kb, ac, new, [0], chunk=7)  # several chunks
     assert kb_emb is None  # the steps' FiLM and the adapters: the body reads the descriptor
     plain = tcl.model.MambaCostModel(replace(kb.cfg, hardware_film=False, hardware_film_steps=False,
                                              hardware_adapter_rank=0))
     plain.load_state_dict(kb.state_dict(), strict=False)
     pooled_only = with_hardware_film(plain, kb.hardware_ref, steps=False).eval()  # a body that ignores it
-    _, kb_emb = ckd._frozen_outputs(pooled_only, ac, new, [0], chunk=7)
+    _, kb_emb = phases.frozen_outputs(pooled_only, ac, new, [0], chunk=7)
     idx = new.programs_of([0])[::3]
     seq, lengths, workload, hardware = new.inputs(idx)
     with torch.no_grad():
@@ -202,8 +202,6 @@ def test_exact_preservation_keeps_every_earlier_platforms_scores(platforms, requ
 
 def test_descriptor_projection_against_its_definition():
     """dW x = 0 for every earlier input x, and nothing else of dW removed (numpy reference)."""
-    from tcl.ckd import DescriptorProjection
-
     model = tcl.model.MambaCostModel(tcl.model.CostModelConfig(feature_dim=4, seq_len=3, d_model=8, hardware_film=True))
     rng = np.random.default_rng(0)
     old = [rng.normal(size=12).astype(np.float32) for _ in range(3)]
@@ -225,8 +223,6 @@ def test_descriptor_projection_against_its_definition():
 def test_descriptor_projection_of_an_adapter_against_its_definition():
     """An adapter's weight U [out, P * rank]: after the projection, sum_i dU[o, i, k] d_i = 0 for
     every earlier descriptor difference d, and only that component of the step was removed."""
-    from tcl.ckd import DescriptorProjection
-
     cfg = tcl.model.CostModelConfig(feature_dim=4, seq_len=3, d_model=8, hardware_film=True, hardware_adapter_rank=3)
     model = tcl.model.MambaCostModel(cfg)
     rng = np.random.default_rng(1)
@@ -250,8 +246,6 @@ def test_descriptor_projection_of_an_adapter_against_its_definition():
 def test_projection_gain_and_the_learning_rate_it_scales(kb1, column, monkeypatch):
     """gain = |d| / |P d|: 1 for the second platform; for a third whose difference from the first
     lies partly along the second's, the inverse share of d that the projection leaves (numpy)."""
-    from tcl.ckd import DescriptorProjection
-
     kb, ewc, _ = kb1
     new, ac = column
     ref = kb.hardware_ref.numpy()
@@ -348,12 +342,12 @@ def test_distill_cli_reads_only_the_new_platform(tmp_path, monkeypatch, capsys):
 
     kb1 = tmp_path / "kb1.pt"
     args = ["--progress-epochs", "1", "--compress-epochs", "1", "--min-steps", "0", "--threads", "1"]
-    assert cli.main(["distill", "--data", str(MS_FIXTURE / "matmul_128"), "--out", str(kb1), *args]) == 0
+    assert cli.main(["distill", str(MS_FIXTURE / "matmul_128"), "--out", str(kb1), *args]) == 0
     # the same hardware again: nothing exact preservation could learn with, a clear error
     same = str(MS_FIXTURE / "conv2d_1x16x14x14_32_3x3")
-    assert cli.main(["distill", "--kb", str(kb1), "--data", same, "--out", str(tmp_path / "x.pt"), *args]) == 2
+    assert cli.main(["distill", same, "--model", str(kb1), "--out", str(tmp_path / "x.pt"), *args]) == 2
     assert "--preserve keep" in capsys.readouterr().err
-    assert cli.main(["distill", "--kb", str(kb1), "--data", same, "--out", str(tmp_path / "x.pt"),
+    assert cli.main(["distill", same, "--model", str(kb1), "--out", str(tmp_path / "x.pt"),
                      "--preserve", "keep", *args]) == 0
     seen = []
     real = features.featurize
@@ -364,9 +358,8 @@ def test_distill_cli_reads_only_the_new_platform(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(features, "featurize", spy)
     new = str(new_platform_dir(tmp_path))
-    assert cli.main(["distill", "--kb", str(kb1), "--data", new, "--out", str(tmp_path / "kb2.pt"), *args]) == 0
+    assert cli.main(["distill", new, "--model", str(kb1), "--out", str(tmp_path / "kb2.pt"), *args]) == 0
     assert seen == [[new]]
-    from tcl.ckd import load_kb
 
     kb2, ewc, ck = load_kb(tmp_path / "kb2.pt")
     assert ewc.platforms == 2 and len(ck["meta"]["platforms"]) == 2
@@ -375,20 +368,19 @@ def test_distill_cli_reads_only_the_new_platform(tmp_path, monkeypatch, capsys):
 
 def test_distill_cli_learns_a_platform_from_an_rdu_sample(tmp_path):
     from tcl import cli
-    from tcl.ckd import load_kb
 
     args = ["--progress-epochs", "1", "--compress-epochs", "1", "--min-steps", "0", "--threads", "1"]
     kb1 = tmp_path / "kb1.pt"
-    assert cli.main(["distill", "--data", str(MS_FIXTURE / "matmul_128"), "--out", str(kb1), *args]) == 0
+    assert cli.main(["distill", str(MS_FIXTURE / "matmul_128"), "--out", str(kb1), *args]) == 0
     new = new_platform_dir(tmp_path)
     n = len(tcl.featurize(new))
     out = tmp_path / "kb2.pt"
-    assert cli.main(["distill", "--kb", str(kb1), "--data", str(new), "--out", str(out), "--sample", "0.25", *args]) == 0
+    assert cli.main(["distill", str(new), "--model", str(kb1), "--out", str(out), "--sample", "0.25", *args]) == 0
     _, ewc, ck = load_kb(out)
     last = ck["meta"]["platforms"][-1]
     assert ewc.platforms == 2 and last["sample"] == 0.25
     assert last["programs_learned"] == int(np.ceil(0.25 * n))  # one task: a quarter of its programs
-    assert cli.main(["distill", "--kb", str(kb1), "--data", str(new), "--out", str(out), "--sample", "1.5", *args]) == 2
+    assert cli.main(["distill", str(new), "--model", str(kb1), "--out", str(out), "--sample", "1.5", *args]) == 2
 
 
 def test_compress_trains_the_hardware_projection_at_its_own_rate(kb1, column):
@@ -438,14 +430,12 @@ def test_film_is_zero_at_the_first_platform_and_learns_the_next(platforms, kb1):
 
 
 def test_mixed_programs_blend_each_group_with_the_next_groups_programs():
-    import tcl.ckd as ckd
-
     gid = torch.tensor([0, 0, 0, 1, 1, 2, 2])
     seq = torch.arange(7, dtype=torch.float32)[:, None, None].expand(7, 3, 2).clone()
     seq[[0, 3]] *= 10  # the first program of groups 0 and 1 is different from the rest
     lengths = torch.tensor([1, 2, 3, 3, 2, 1, 3])
     workload = torch.arange(7, dtype=torch.float32)[:, None]
-    m_seq, m_len, m_wl = ckd._mixed_programs(seq, lengths, workload, gid, np.random.default_rng(0))
+    m_seq, m_len, m_wl = phases.mixed_programs(seq, lengths, workload, gid, np.random.default_rng(0))
     assert m_seq.shape == seq.shape and m_wl.shape == workload.shape
     for k, nxt in ((0, 1), (1, 2), (2, 0)):
         rows = np.flatnonzero(gid.numpy() == k)
@@ -459,13 +449,11 @@ def test_mixed_programs_blend_each_group_with_the_next_groups_programs():
 
 
 def test_compress_with_mixtures_keeps_the_size(kb1, column, monkeypatch):
-    import tcl.ckd as ckd
-
     kb, ewc, _ = kb1
     new, ac = column
     calls = []
-    real = ckd._mixed_programs
-    monkeypatch.setattr(ckd, "_mixed_programs", lambda *a: calls.append(1) or real(*a))
+    real = phases.mixed_programs
+    monkeypatch.setattr(phases, "mixed_programs", lambda *a: calls.append(1) or real(*a))
     student = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, keep_old_mix=True))
     assert calls  # the mixtures were made
     assert student.size_mb() == kb.size_mb()
@@ -473,14 +461,15 @@ def test_compress_with_mixtures_keeps_the_size(kb1, column, monkeypatch):
 
 
 def test_distill_cli_defaults_are_ckdconfigs():
-    """`tcl distill` spells its defaults out (the parser does not import torch); they must stay CKDConfig's."""
+    """`tcl distill` reads its defaults from CKDConfig (the parser imports no torch): with no option
+    given it makes CKDConfig(), and every field has an option."""
     from tcl.cli import build_parser
+    from tcl.cli.distill import ckd_config
 
-    args = build_parser().parse_args(["distill", "--data", "d", "--out", "o"])
-    cfg = CKDConfig()
-    pairs = {"progress_epochs": "progress_epochs", "compress_epochs": "compress_epochs", "min_steps": "min_steps",
-             "ewc_lambda": "ewc_lambda", "gamma": "gamma", "preserve": "preserve", "keep_old": "keep_old",
-             "hardware_lr": "hardware_lr", "hardware_adapter_rank": "adapter_rank"}
-    for field, option in pairs.items():
-        assert getattr(args, option) == getattr(cfg, field), field
-    assert not args.no_film and not args.no_film_steps and not args.no_gate and not args.fresh_column
+    args = build_parser().parse_args(["distill", "d", "--out", "o"])
+    assert ckd_config(args) == CKDConfig()
+    assert all(hasattr(args, f) for f in CKDConfig.__dataclass_fields__)
+    args = build_parser().parse_args(["distill", "d", "--out", "o", "--no-gate", "--no-film", "--adapter-rank", "0",
+                                      "--preserve", "keep", "--no-column-from-kb"])
+    assert ckd_config(args) == replace(CKDConfig(), gated=False, hardware_film=False, hardware_adapter_rank=0,
+                                       preserve="keep", column_from_kb=False)

@@ -16,13 +16,12 @@ import tcl  # noqa: E402
 from tcl.export import export_onnx, read_metadata, torch_scores  # noqa: E402
 from tcl.hardware import HARDWARE_DIM, hardware_vector  # noqa: E402
 from tcl.runtime import Scorer  # noqa: E402
-from test_features import MS_FIXTURE, SHARED_ANSOR  # noqa: E402
+from test_features import ANSOR_DIRS, MS_FIXTURE  # noqa: E402
 
 
 
 def real_features():
-    paths = [MS_FIXTURE] + ([SHARED_ANSOR] if SHARED_ANSOR.is_dir() else [])
-    fs = tcl.featurize(paths)
+    fs = tcl.featurize([MS_FIXTURE, *ANSOR_DIRS])
     idx = np.random.default_rng(0).choice(len(fs), size=min(700, len(fs)), replace=False)
     return fs.seq[idx], fs.length[idx], fs.workload[idx]
 
@@ -71,7 +70,7 @@ def test_shipped_onnx_matches_shipped_checkpoint():
     """The default ONNX model in the wheel is the default checkpoint, exported."""
     from tcl.evaluate import DEFAULT_MODEL
     from tcl.runtime import default_onnx_path
-    from tcl.train import load_checkpoint
+    from tcl.checkpoint import load_checkpoint
 
     model, _ = load_checkpoint(DEFAULT_MODEL)
     scorer = Scorer(default_onnx_path())
@@ -134,7 +133,8 @@ def test_scorer_scores_traces_without_torch(exported_model, tmp_path):
 
 def test_tcl_export_cli_from_a_checkpoint(tmp_path):
     from tcl.cli import main
-    from tcl.train import fit, load_checkpoint
+    from tcl.checkpoint import load_checkpoint
+    from tcl.train import fit
 
     fit(MS_FIXTURE, out=tmp_path / "m.pt", epochs=1, val_fraction=0.0, threads=1, progress=False)
     (tmp_path / "platform.json").write_text(json.dumps({"cores": 2, "vector_bits": 512}))
@@ -148,13 +148,15 @@ def test_tcl_export_cli_from_a_checkpoint(tmp_path):
     assert read_metadata(tmp_path / "m.onnx")["arch"] == "mamba"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("adapter_rank", [0, 4])
 def test_a_knowledge_base_with_film_exports_and_reloads(tmp_path, adapter_rank):
     """The continual-distillation KB (FiLM of the pooled embedding and of every step, relative to
     its first platform, and descriptor adapters) through a checkpoint and ONNX, scored for its
     reference platform and for another one."""
-    from tcl.ckd import with_hardware_film
-    from tcl.train import build_model, load_checkpoint, save_checkpoint
+    from tcl.architectures import build_model
+    from tcl.checkpoint import load_checkpoint, save_checkpoint
+    from tcl.continual.descriptor import with_hardware_film
 
     torch.manual_seed(0)
     first, other = {"cores": 1, "vector_bits": 256}, {"cores": 2, "vector_bits": 512}

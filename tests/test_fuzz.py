@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 FUZZ_SECONDS = float(os.environ.get("TCL_FUZZ_SECONDS", "20"))
 HERE = Path(__file__).parent
 
@@ -126,18 +128,20 @@ CHILD = textwrap.dedent(
 
 
 def seed_lines() -> list[str]:
-    """Real lines to mutate: stock-TVM database records, shared Ansor logs, the hand-made records."""
+    """Real lines to mutate: stock-TVM database records, real Ansor logs, the hand-made records."""
     seeds = []
     for p in sorted((HERE / "fixtures" / "ms").glob("*/database_tuning_record.json")):
         seeds += p.read_text().splitlines()[:5]
-    shared = HERE.parent.parent / "shared" / "data" / "ansor"
-    for p in sorted(shared.glob("*.json"))[:2] + sorted(shared.glob("*.log"))[:1]:
+    from test_features import ANSOR_DIRS
+
+    for p in [q for d in ANSOR_DIRS for q in sorted(d.glob("*.json"))[:2] + sorted(d.glob("*.log"))[:1]]:
         seeds += p.read_text().splitlines()[:5]
     from test_features import HANDMADE
 
     return seeds + [json.dumps(r) for r in HANDMADE]
 
 
+@pytest.mark.slow
 def test_fuzz_parsers_never_crash(tmp_path):
     seeds = seed_lines()
     seed_file = tmp_path / "seeds.txt"
@@ -213,7 +217,8 @@ PY_CHILD = textwrap.dedent(
     model = root / "m.pt"
     try:
         import torch  # noqa: F401
-        from tcl.train import build_model, save_checkpoint
+        from tcl.architectures import build_model
+        from tcl.checkpoint import save_checkpoint
         save_checkpoint(model, build_model("mamba", d_model=8), "mamba", {"data": []})
     except ImportError:
         model = None
@@ -360,6 +365,7 @@ PY_CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_fuzz_python_layer_raises_only_format_errors(tmp_path):
     seed_file = tmp_path / "seeds.txt"
     seed_file.write_text("\n".join(seed_lines()) + "\n")

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from tcl.features import TaskInfo
-from tcl.hardware import HARDWARE_DIM, HARDWARE_FIELDS, hardware_vector, task_platform
+from tcl.hardware import HARDWARE_DIM, HARDWARE_FIELDS, hardware_vector, platform_name, target_label, task_platform
 
 
 def _field(v, name):
@@ -44,3 +44,23 @@ def test_ansor_hardware_params():
     v = hardware_vector(task_platform(gpu))
     assert _field(v, "shared_memory_kb") == np.float32(math.log1p(48)) and _field(v, "cores") == 0
     assert task_platform(TaskInfo("w", "", "f", 0)) is None
+
+
+def test_target_label_is_the_kind_and_the_cpu_or_gpu():
+    assert target_label("cuda -keys=cuda,gpu -arch=sm_80 -max_num_threads=1024") == "cuda sm_80"
+    assert target_label("llvm -keys=cpu ") == "llvm"
+    assert target_label('{"kind":"llvm","keys":["cpu"],"num-cores":2,"mcpu":"znver4"}') == "llvm znver4"
+    assert target_label('{"kind":"cuda","arch":"sm_86","model":"unknown"}') == "cuda sm_86"
+    assert target_label("") == "" and target_label("{not json") == ""
+
+
+def test_platform_name_prefers_platform_json_then_the_directory_named(tmp_path):
+    log = tmp_path / "logs" / "a100" / "conv.json"
+    t = TaskInfo(workload='["conv2d", 1]', target="cuda -arch=sm_80", source=str(log), failed=0)
+    (tmp_path / "logs" / "a100").mkdir(parents=True)
+    assert platform_name(t, [tmp_path / "logs"]) == "logs (cuda sm_80)"  # the directory named ...
+    assert platform_name(t, tmp_path / "logs") == "logs (cuda sm_80)"
+    assert platform_name(t, [log]) == "a100 (cuda sm_80)"  # ... else the file's own directory
+    assert platform_name(t) == "a100 (cuda sm_80)"
+    t.platform = {"name": "my-gpu", "target": "cuda"}
+    assert platform_name(t, [tmp_path / "logs"]) == "my-gpu"

@@ -14,14 +14,14 @@ def data(n=600, d=12, groups=4, seed=0):
 
 
 @pytest.mark.parametrize("k", [1, 5, 30])
-def test_knn_distance(k):
+def test_knn_mean_distance(k):
     x, g, _ = data()
-    np.testing.assert_allclose(kernels.knn_distance(x, g, k, threads=2), reference.knn_distance(x, g, k), rtol=1e-5)
+    np.testing.assert_allclose(kernels.knn_mean_distance(x, g, k, threads=2), reference.knn_mean_distance(x, g, k), rtol=1e-5)
 
 
-def test_knn_distance_small_groups():
+def test_knn_mean_distance_small_groups():
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
-    out = kernels.knn_distance(x, [0, 0, 1], k=4)
+    out = kernels.knn_mean_distance(x, [0, 0, 1], k=4)
     np.testing.assert_allclose(out, [np.sqrt(8), np.sqrt(8), 0.0])
 
 
@@ -75,6 +75,6 @@ def test_pure_diversity_is_k_center():
 
 def test_bad_shapes():
     with pytest.raises(ValueError, match="group must have one entry"):
-        kernels.knn_distance(np.zeros((3, 2)), [0, 0], 1)
+        kernels.knn_mean_distance(np.zeros((3, 2)), [0, 0], 1)
     with pytest.raises(ValueError, match="group ids"):
-        kernels.knn_distance(np.zeros((2, 2)), [0, -1], 1)
+        kernels.knn_mean_distance(np.zeros((2, 2)), [0, -1], 1)

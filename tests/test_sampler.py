@@ -8,7 +8,7 @@ pytest.importorskip("torch")
 import tcl  # noqa: E402
 from tcl.sampling.sampler import LookupOracle, SamplingConfig, run_sampling  # noqa: E402
 from tcl.sampling.strategies import Weights  # noqa: E402
-from tcl.train import ProgramData  # noqa: E402
+from tcl.program_data import ProgramData  # noqa: E402
 from test_features import MS_FIXTURE  # noqa: E402
 
 
@@ -17,13 +17,18 @@ def data():
     return ProgramData(tcl.featurize(MS_FIXTURE))
 
 
+# These tests are about the picks, not about the models: each round trains its epochs and no more
+# (min_steps 0), which keeps the file quick.
+QUICK = {"min_steps": 0}
+
+
 @pytest.mark.parametrize("method,u_kind,r_kind,score_axis", [
     ("rdu", "spread", "density", 0.0), ("rdu", "top", "density", 0.0), ("rdu", "spread", "coverage", 0.0),
     ("rdu", "spread", "coverage", 4.0), ("random", "spread", "density", 0.0),
     ("biased_diversity", "spread", "density", 0.0)])
 def test_rounds_spend_the_per_task_budget(data, method, u_kind, r_kind, score_axis):
     oracle = LookupOracle(data.cost)
-    cfg = SamplingConfig(method=method, fraction=0.25, rounds=2, epochs=2, mc_samples=4, threads=1,
+    cfg = SamplingConfig(method=method, fraction=0.25, rounds=2, epochs=2, mc_samples=4, threads=1, **QUICK,
                          weights=Weights(u_kind=u_kind, r_kind=r_kind, score_axis=score_axis))
     res = run_sampling(data, [0, 1], cfg, oracle, progress=False)
     assert oracle.calls == 2 and len(res.rounds) == 2
@@ -43,7 +48,7 @@ def test_a_start_model_gives_round_0_its_signals_and_every_round_its_weights(dat
     real_signals, real_train = sampler.model_signals, tcl.train.train
     monkeypatch.setattr(sampler, "model_signals", lambda model, *a, **k: seen.append(model) or real_signals(model, *a, **k))
     monkeypatch.setattr(tcl.train, "train", lambda *a, **k: inits.append(k["init"]) or real_train(*a, **k))
-    cfg = SamplingConfig(method="uncertainty", fraction=0.25, rounds=2, epochs=1, mc_samples=4, threads=1,
+    cfg = SamplingConfig(method="uncertainty", fraction=0.25, rounds=2, epochs=1, mc_samples=4, threads=1, **QUICK,
                          init_model=start)
     res = run_sampling(data, [0, 1], cfg, LookupOracle(data.cost), progress=False)
     # round 0 asks the start model (without one it has no model and picks on the feature rows)
@@ -62,7 +67,7 @@ def test_r_and_d_measure_on_each_methods_default_embedding(data, monkeypatch, me
     real = sampler.feature_embedding
     monkeypatch.setattr(sampler, "feature_embedding", lambda *a: calls.append(1) or real(*a))
     cfg = SamplingConfig(method=method, embedding=embedding, fraction=0.25, rounds=2, epochs=1, mc_samples=4,
-                         threads=1)
+                         threads=1, **QUICK)
     run_sampling(data, [0, 1], cfg, LookupOracle(data.cost), progress=False)
     # round 0 has no model and always uses the feature rows; round 1 the embedding asked for
     assert len(calls) == (2 if on_features else 1)
@@ -78,7 +83,8 @@ def test_both_embeddings_side_by_side_each_at_unit_spread_per_task(data, monkeyp
     real = sampler.select
     monkeypatch.setattr(sampler, "select", lambda method, x, group, *a, **k: seen.append((x, group)) or
                         real(method, x, group, *a, **k))
-    cfg = SamplingConfig(method="rdu", embedding="both", fraction=0.25, rounds=2, epochs=1, mc_samples=4, threads=1)
+    cfg = SamplingConfig(method="rdu", embedding="both", fraction=0.25, rounds=2, epochs=1, mc_samples=4, threads=1,
+                         **QUICK)
     res = run_sampling(data, [0, 1], cfg, LookupOracle(data.cost), progress=False)
     x, group = seen[1]
     pool = data.programs_of([0, 1])
@@ -109,7 +115,7 @@ def test_tcl_sample_cli_lookup(tmp_path):
 
     out = tmp_path / "picks.json"
     rc = main(["sample", str(MS_FIXTURE), "--out", str(out), "--fraction", "0.25", "--rounds", "2",
-               "--epochs", "2", "--threads", "1", "--quiet", "--model-out", str(tmp_path / "m.pt"),
+               "--epochs", "2", "--min-steps", "0", "--threads", "1", "--quiet", "--model-out", str(tmp_path / "m.pt"),
                "--u-kind", "top", "--r-kind", "coverage", "--score-axis", "2"])
     assert rc == 0
     import json
@@ -122,12 +128,14 @@ def test_tcl_sample_cli_lookup(tmp_path):
 
 def test_tcl_sample_cli_starts_from_a_given_model(data, tmp_path):
     from tcl.cli import main
-    from tcl.train import load_checkpoint, save_checkpoint, train
+    from tcl.checkpoint import load_checkpoint, save_checkpoint
+    from tcl.train import train
 
     start, _ = train(data, [0, 1], model_config={"d_model": 16}, epochs=1, progress=False, threads=1)
     save_checkpoint(tmp_path / "start.pt", start, "mamba", {})
     rc = main(["sample", str(MS_FIXTURE), "--out", str(tmp_path / "picks.json"), "--fraction", "0.25",
-               "--rounds", "2", "--epochs", "1", "--threads", "1", "--quiet", "--init", str(tmp_path / "start.pt"),
+               "--rounds", "2", "--epochs", "1", "--min-steps", "0", "--threads", "1", "--quiet",
+               "--init", str(tmp_path / "start.pt"),
                "--model-out", str(tmp_path / "m.pt")])
     assert rc == 0
     model, _ = load_checkpoint(tmp_path / "m.pt")
@@ -137,6 +145,7 @@ def test_tcl_sample_cli_starts_from_a_given_model(data, tmp_path):
 
 
 @pytest.mark.tvm
+@pytest.mark.slow
 def test_sampling_with_real_measurement_on_a_tiny_task(tmp_path):
     pytest.importorskip("tvm")
     from tcl.tvm.oracle import TVMOracle
@@ -145,7 +154,7 @@ def test_sampling_with_real_measurement_on_a_tiny_task(tmp_path):
     data = ProgramData(fs)
     oracle = TVMOracle(fs, tmp_path / "measured")
     try:
-        cfg = SamplingConfig(method="rdu", count=6, rounds=2, epochs=1, mc_samples=4, threads=1)
+        cfg = SamplingConfig(method="rdu", count=6, rounds=2, epochs=1, mc_samples=4, threads=1, **QUICK)
         res = run_sampling(data, [0], cfg, oracle, progress=False)
     finally:
         oracle.close()

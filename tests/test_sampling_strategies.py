@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from tcl.sampling import reference
-from tcl.sampling.strategies import (METHODS, Weights, normalize_per_group, per_task_budget, score_axis_embedding, select,
+from tcl.sampling.methods import REGISTRY, SamplingMethod, get_method, method_names, register
+from tcl.sampling.strategies import (Weights, normalize_per_group, per_task_budget, score_axis_embedding, select,
                                      top_probability)
 
 
@@ -13,7 +14,7 @@ def pool(n=400, d=8, tasks=5, seed=1):
     return rng.normal(size=(n, d)), rng.integers(0, tasks, n), rng
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", method_names())
 def test_every_method_respects_budgets(method):
     x, g, rng = pool()
     selected = rng.random(len(g)) < 0.1
@@ -30,7 +31,7 @@ def test_rdu_matches_reference_composition():
     w = Weights(r=0.5, d=1.0, u=2.0, k=7, u_speed=0.0, r_kind="density")
     budget = per_task_budget(g, fraction=0.2)
     got = select("rdu", x, g, budget, u=u, weights=w)
-    r = normalize_per_group(1 / (1 + reference.knn_distance(x, g, 7)), g)
+    r = normalize_per_group(1 / (1 + reference.knn_mean_distance(x, g, 7)), g)
     want = reference.greedy_select(x, g, budget, r, normalize_per_group(u, g), None, (0.5, 1.0, 2.0))
     np.testing.assert_array_equal(got, want)
 
@@ -64,7 +65,7 @@ def test_rdu_u_speed_adds_the_predicted_score_to_the_spread():
     u, p = rng.random(len(g)) * 0.1, rng.random(len(g))
     budget = per_task_budget(g, fraction=0.2)
     got = select("rdu", x, g, budget, u=u, p=p, weights=Weights(r=1.0, u_speed=2.0, r_kind="density"))
-    r = normalize_per_group(1 / (1 + reference.knn_distance(x, g, 10)), g)
+    r = normalize_per_group(1 / (1 + reference.knn_mean_distance(x, g, 10)), g)
     want = reference.greedy_select(x, g, budget, r, normalize_per_group(u + 2.0 * p, g), None, (1.0, 1.0, 1.0))
     np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="predicted scores"):
@@ -126,7 +127,7 @@ def test_rdu_top_kind_uses_the_top_probability_as_u():
     q = top_probability(samples, g)
     budget = per_task_budget(g, fraction=0.2)
     got = select("rdu", x, g, budget, u=samples.std(0), q=q, weights=Weights(r=1.0, u_kind="top", r_kind="density"))
-    r = normalize_per_group(1 / (1 + reference.knn_distance(x, g, 10)), g)
+    r = normalize_per_group(1 / (1 + reference.knn_mean_distance(x, g, 10)), g)
     want = reference.greedy_select(x, g, budget, r, normalize_per_group(q, g), None, (1.0, 1.0, 1.0))
     np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="top probabilities"):
@@ -152,3 +153,31 @@ def test_budget_rules_and_errors():
         select("magic", np.zeros((3, 2)), [0, 0, 0], [1])
     with pytest.raises(ValueError, match="needs the model's uncertainty"):
         select("rdu", np.zeros((3, 2)), [0, 0, 0], [1])
+
+
+def test_the_registry_names_every_method_once_with_what_the_loop_needs_of_it():
+    assert method_names() == ("rdu", "rd", "diversity", "biased_diversity", "uncertainty", "random")
+    for name, m in REGISTRY.items():
+        assert isinstance(m, SamplingMethod) and m.name == name and get_method(m) is m
+        assert m.round0 in REGISTRY and not get_method(m.round0).needs(Weights())  # round 0 has no model
+        assert m.embedding in ("model", "features")
+        assert set(m.weight_fields) <= set(Weights.__dataclass_fields__)
+    # with no model yet, the methods that need its scores pick as rd; random and diversity as themselves
+    assert {n: m.round0 for n, m in REGISTRY.items()} == {
+        "rdu": "rd", "rd": "rd", "diversity": "diversity", "biased_diversity": "rd", "uncertainty": "rd",
+        "random": "random"}
+    assert get_method("rdu").embedding == "features" and get_method("diversity").embedding == "model"
+    assert [n for n, m in REGISTRY.items() if not m.reads_embedding] == ["uncertainty", "random"]
+    assert [n for n, m in REGISTRY.items() if not m.uses_model] == ["random"]
+    # a run reads its own weights and those of its round-0 stand-in
+    assert get_method("uncertainty").weight_fields_read == {"r", "d", "r_kind", "k"}
+    assert get_method("random").weight_fields_read == set()
+    assert {"u_speed", "score_axis", "r_kind"} <= get_method("rdu").weight_fields_read
+    with pytest.raises(ValueError, match="own"):
+        register(type("Again", (SamplingMethod,), {"name": "rdu"}))
+
+
+def test_select_takes_a_method_object_too():
+    x, g, rng = pool()
+    budget = per_task_budget(g, fraction=0.1)
+    np.testing.assert_array_equal(select(get_method("diversity"), x, g, budget), select("diversity", x, g, budget))

@@ -12,11 +12,16 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("tqdm")
 
 import tcl  # noqa: E402
+from tcl.architectures import ARCHS, build_model  # noqa: E402
+from tcl.averaging import LastEpochsAverage  # noqa: E402
+from tcl.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from tcl.cli import main  # noqa: E402
 from tcl.evaluate import DEFAULT_MODEL, evaluate  # noqa: E402
 from tcl.model.losses import lambda_rank_loss, pairwise_accuracy  # noqa: E402
-from tcl.train import (LastEpochsAverage, ProgramData, _seed_everything, build_model, hold_out,  # noqa: E402
-                       load_checkpoint, lr_scheduler, predict, save_checkpoint, split_tasks, task_key, train)
+from tcl.program_data import ProgramData, hold_out, split_tasks, task_key  # noqa: E402
+from tcl.scoring import predict  # noqa: E402
+from tcl.train import lr_scheduler, seed_everything, train  # noqa: E402
+from tcl.train_config import TrainConfig  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ms"
 SHARED = Path(__file__).parent.parent.parent / "shared"
@@ -41,7 +46,7 @@ def _full_task_scores(model, data):
 def test_training_learns_the_training_tasks(arch):
     data = ProgramData(tcl.featurize(ANSOR / "x86_resnet18.json"))  # 24 tasks, 1025 programs
     ids = list(range(len(data.tasks)))
-    _seed_everything(0)  # the initial model train() starts from
+    seed_everything(0)  # the initial model train() starts from
     before = _full_task_scores(build_model(arch, **TINY[arch]), data)
     model, hist = train(data, ids, arch=arch, model_config=TINY[arch], epochs=6, lr=3e-3,
                         batch_tasks=8, group_size=16, seed=0, threads=1, progress=False)
@@ -138,17 +143,18 @@ def test_refit_trains_again_on_every_training_task(data, monkeypatch):
     runs = []
     real = tt.train
 
-    def spy(d, ids, val_ids=(), **kw):
-        runs.append((list(ids), list(val_ids), kw["epochs"]))
-        return real(d, ids, val_ids, **kw)
+    def spy(d, ids, val_ids=(), config=None, **kw):
+        runs.append((list(ids), list(val_ids), config.epochs))
+        return real(d, ids, val_ids, config, **kw)
 
     monkeypatch.setattr(tt, "train", spy)
-    _, hist, fit_ids, val_ids = tt.train_validated(data, [0, 1], 0.5, seed=0, refit=True, model_config=TINY["mamba"],
-                                                   epochs=3, group_size=8, progress=False, threads=1)
+    _, hist, fit_ids, val_ids = tt.train_validated(data, [0, 1], val_fraction=0.5, seed=0, refit=True,
+                                                   model_config=TINY["mamba"], epochs=3, group_size=8, progress=False,
+                                                   threads=1)
     assert hist["refit"] and sorted(fit_ids) == [0, 1] and len(val_ids) == 1
     assert runs[1] == ([0, 1], [], hist["best_epoch"])  # all training tasks, the best epoch count
-    _, hist, fit_ids, _ = tt.train_validated(data, [0, 1], 0.5, seed=0, refit=False, model_config=TINY["mamba"],
-                                             epochs=1, group_size=8, progress=False, threads=1)
+    cfg = TrainConfig(val_fraction=0.5, epochs=1, group_size=8, threads=1)
+    _, hist, fit_ids, _ = tt.train_validated(data, [0, 1], cfg, model_config=TINY["mamba"], progress=False)
     assert not hist["refit"] and len(fit_ids) == 1 and len(runs) == 3
 
 
@@ -156,16 +162,16 @@ def test_average_last_returns_the_mean_of_the_last_epochs_weights(data, monkeypa
     """average_last=0.5 of 4 epochs: the returned weights are the mean of epochs 3 and 4's."""
     import copy
 
-    import tcl.train as tt
+    from tcl.averaging import WeightAverage
 
     states = []
-    real_add = tt.WeightAverage.add
+    real_add = WeightAverage.add
 
     def spy(self, model):
         states.append(copy.deepcopy(model.state_dict()))
         real_add(self, model)
 
-    monkeypatch.setattr(tt.WeightAverage, "add", spy)
+    monkeypatch.setattr(WeightAverage, "add", spy)
     model, hist = train(data, [0, 1], model_config=TINY["mamba"], epochs=4, group_size=8, average_last=0.5,
                         progress=False, threads=1)
     assert hist["averaged_epochs"] == len(states) == 2
@@ -197,7 +203,7 @@ def test_split_from_task_json(tmp_path):
     model, _ = train(ProgramData(fs), train_ids, model_config=TINY["mamba"], epochs=1,
                      progress=False, threads=1)
     out = evaluate(model, fs)
-    assert list(out["tasks"]) == ["matmul_128"] and list(out["networks"]) == ["netA"]
+    assert list(out["tasks"]) == ["matmul_128 [netA]"] and list(out["networks"]) == ["netA"]  # name [networks]
     assert out["data"]["chosen"] == "split test"
 
 
@@ -248,3 +254,28 @@ def test_last_epochs_average_takes_the_states_after_the_last_epochs(fraction, ta
     assert average.count == len(taken)
     expected = float(np.mean(taken)) if taken else 4.0  # nothing taken: the last state stays
     torch.testing.assert_close(model.weight, torch.full((1, 2), expected))
+
+
+def test_train_takes_a_config_and_field_overrides(data):
+    cfg = TrainConfig(epochs=3, group_size=8, threads=1)
+    _, hist = train(data, [0], config=cfg, model_config=TINY["mamba"], progress=False)
+    assert len(hist["loss"]) == 3
+    _, hist = train(data, [0], config=cfg, model_config=TINY["mamba"], progress=False, epochs=1)
+    assert len(hist["loss"]) == 1  # a field given on its own wins over the config's
+    with pytest.raises(TypeError):
+        train(data, [0], config=cfg, progress=False, epoch=1)  # not a TrainConfig field
+
+
+def test_tcl_train_defaults_are_the_train_config():
+    """`tcl train`'s options take their defaults from TrainConfig, every field has one, and the
+    architectures it offers are tcl.architectures'."""
+    from tcl.cli import build_parser
+    from tcl.cli.models import ARCH_NAMES
+    from tcl.cli.options import config_from_args
+
+    args = build_parser().parse_args(["train", "d", "--out", "o"])
+    assert config_from_args(TrainConfig, args) == TrainConfig()
+    assert all(hasattr(args, f) for f in TrainConfig.__dataclass_fields__)
+    assert set(ARCH_NAMES) == set(ARCHS) and args.arch == "mamba"
+    args = build_parser().parse_args(["train", "d", "--out", "o", "--epochs", "3", "--refit", "--lr-schedule", "cosine"])
+    assert config_from_args(TrainConfig, args) == TrainConfig(epochs=3, refit=True, lr_schedule="cosine")

@@ -34,6 +34,7 @@ def test_fixture_is_a_stock_database():
         assert target["kind"] == "llvm" and target["num-cores"] == 2
 
 
+@pytest.mark.slow
 def test_fast_builder_builds_and_runner_runs():
     records = ms.database.JSONDatabase(work_dir=str(FIXTURE / "matmul_128")).get_all_tuning_records()[:3]
     cands = [r.as_measure_candidate() for r in records]
@@ -52,6 +53,7 @@ def test_fast_builder_builds_and_runner_runs():
         assert all(0 < float(s) < 0.1 for s in r.run_secs)  # a 128^3 matmul: well under 100 ms
 
 
+@pytest.mark.slow
 def test_stock_builder_on_request():
     assert isinstance(make_builder(max_workers=1, persistent=False), ms.builder.LocalBuilder)
 

@@ -338,8 +338,10 @@ def test_one_collection_per_directory(tmp_path):
 
     held = dataset_lock(tmp_path)  # as a running collection holds it
     try:
+        start = time.time()
         with pytest.raises(CollectError, match="another process .*is writing"):
             collect("sweep", tmp_path, 4, default_target(2), held_out=None, **SMALL)
+        assert time.time() - start < 5  # the lock comes first, before TVM's set-up
     finally:
         held.close()
 

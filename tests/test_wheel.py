@@ -21,7 +21,8 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path):
     import zipfile
 
     names = set(zipfile.ZipFile(wheels[0]).namelist())
-    for shipped in ("tcl/data/default_model.onnx", "tcl/data/default_model.pt"):  # the pretrained default
+    for shipped in ("tcl/data/default_model.onnx", "tcl/data/default_model.pt",  # the pretrained default
+                    "tcl/_core.pyi", "tcl/py.typed"):  # the extension's types, for type checkers
         assert shipped in names, shipped
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)

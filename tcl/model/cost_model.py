@@ -31,7 +31,7 @@ class CostModelConfig:
     seq_len: int                 # L: steps per program after padding/cropping (fixed for export)
     workload_dim: int = 16       # W: workload descriptor size (0 = not used)
     hardware_dim: int = 12       # P: hardware descriptor size (0 = not used)
-    d_model: int = 128           # ~0.35 MB in total for D~100, W 16, P 12 (the paper's size)
+    d_model: int = 128           # the paper's size (the model's size: docs/training.md)
     n_layer: int = 1             # paper's ablation: 1 layer, d_state 8, expand 1, d_conv 4
     d_state: int = 8
     expand: int = 1
@@ -77,7 +77,7 @@ class DescriptorAdapter(nn.Module):
     generates. A is a fixed random orthonormal basis (a buffer, from `seed`; LoRA with a frozen
     random down-projection is reported to learn about as well as with a trained one, LoRA-FA),
     so everything that learns reads d linearly: a change of U whose P-axis is orthogonal to
-    earlier platforms' d leaves their outputs exactly as they were (tcl.ckd.DescriptorProjection), while a new
+    earlier platforms' d leaves their outputs exactly as they were (tcl.continual.descriptor.DescriptorProjection), while a new
     platform gets its own rank-`rank` change of the layer. U starts at zero: a model trained on
     the reference platform is unchanged by it."""
 

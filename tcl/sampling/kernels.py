@@ -11,9 +11,9 @@ def _rows(x) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
-def knn_distance(x, group, k: int = 10, threads: int = 0) -> np.ndarray:
+def knn_mean_distance(x, group, k: int = 10, threads: int = 0) -> np.ndarray:
     """Mean distance from each row to its k nearest neighbours of the same group (task)."""
-    return _core.knn_distance(_rows(x), np.asarray(group, np.int32), int(k), int(threads))
+    return _core.knn_mean_distance(_rows(x), np.asarray(group, np.int32), int(k), int(threads))
 
 
 def min_distance(x, y, threads: int = 0) -> np.ndarray:

@@ -227,4 +227,5 @@ class Random(SamplingMethod):
     def pick(self, x, group, budget, selected, *, u=None, p=None, q=None, weights=Weights(), rng=None,
              threads=0):
         rng = rng or np.random.default_rng(0)
-        return _per_task(group, budget, selected, lambda cand, b: rng.choice(cand, size=min(b, len(cand)), replace=False))
+        return _per_task(group, budget, selected,
+                         lambda cand, b: rng.choice(cand, size=min(b, len(cand)), replace=False))

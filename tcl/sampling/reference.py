@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def knn_distance(x, group, k: int = 10) -> np.ndarray:
+def knn_mean_distance(x, group, k: int = 10) -> np.ndarray:
+    """Mean distance from each row to its k nearest other rows of the same group (0 for a group of one)."""
     x = np.asarray(x, np.float64)
     group = np.asarray(group)
     out = np.zeros(len(x), np.float64)

@@ -1,19 +1,20 @@
 """Rounds of pick -> measure -> retrain until the measuring budget is spent.
 
 The pool is every candidate program of the tasks being sampled (their features are known before
-anything is measured). Round 0 has no model: picks are made on the pooled feature rows (random
-picks for `random`), unless a trained model to start from is given (`init_model`, e.g. one
-trained on another platform: the situation of adapting a cost model to new hardware); then round
-0 uses that model's signals, and every round fine-tunes it rather than training from scratch.
+anything is measured). Round 0 has no model: picks are made on the pooled feature rows by the
+method's `round0` stand-in (rd for the methods that need the model's scores; random and diversity
+as themselves), unless a trained model to start from is given (`init_model`, e.g. one trained on
+another platform: the situation of adapting a cost model to new hardware); then round 0 uses that
+model's signals, and every round fine-tunes it rather than training from scratch.
 Every later round trains a cost model on what has been measured so far and uses it for the three
 signals:
 
 - embeddings for R and D: the model's pooled encoder output (`embedding="model"`), the pooled
   feature rows (`embedding="features"`), or both side by side, each scaled to unit RMS spread
   within the task (`embedding="both"`); by default (`embedding=None`) each method's measured
-  better one (default_embedding): the feature rows for rdu, whose U already brings the model's
-  view, so its three signals look at two views; the model's output for the baselines, whose D
-  alone is better in the model's space;
+  better one (its SamplingMethod.embedding, tcl.sampling.methods): the feature rows for rdu,
+  whose U already brings the model's view, so its three signals look at two views; the model's
+  output for the baselines, whose D alone is better in the model's space;
 - U: the spread of MC-dropout scores, plus `Weights.u_speed` x their mean (or, with
   `Weights.u_kind="top"`, the share of MC-dropout samples that put the program among its task's
   top `top_fraction`). MC-dropout is used rather than an ensemble because the dropout sits in the
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .methods import get_method
 from .strategies import Weights, per_task_budget, select, top_probability, unit_rms_per_group
 
 
@@ -51,12 +53,12 @@ class LookupOracle:
 
 @dataclass
 class SamplingConfig:
-    method: str = "rdu"
+    method: str = "rdu"  # a name in tcl.sampling.methods.REGISTRY
     fraction: float | None = 0.1  # of each task's pool
     count: int | None = None  # or programs in total (overrides fraction)
     rounds: int = 3  # the budget is spent evenly over this many rounds
     weights: Weights = field(default_factory=Weights)
-    embedding: str | None = None  # one of EMBEDDINGS, or None: default_embedding(method)
+    embedding: str | None = None  # one of EMBEDDINGS, or None: the method's own (SamplingMethod.embedding)
     mc_samples: int = 16
     epochs: int = 20  # training epochs per round ...
     min_steps: int = 200  # ... but at least this many optimizer steps (small rounds have few batches)
@@ -77,18 +79,6 @@ class SamplingResult:
 
 
 EMBEDDINGS = ("model", "features", "both")
-
-
-def default_embedding(method: str) -> str:
-    """What R and D measure distances on when not told (bench/sampling.py compared both; README)."""
-    return "features" if method == "rdu" else "model"
-
-
-def round0_method(method: str) -> str:
-    """How `method` picks with no model yet (round 0 without init_model): random and diversity as
-    themselves, every other method as rd (R + D on the feature rows), since they need the model's
-    scores."""
-    return method if method in ("random", "diversity") else "rd"
 
 
 def feature_embedding(data, idx) -> np.ndarray:
@@ -151,7 +141,8 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
     picked_order: list[np.ndarray] = []
     costs = np.full(len(pool), np.nan)
     model, rounds = config.init_model, []
-    embedding = config.embedding or default_embedding(config.method)
+    method = get_method(config.method)
+    embedding = config.embedding or method.embedding
     if embedding not in EMBEDDINGS:
         raise ValueError(f"embedding must be one of {', '.join(EMBEDDINGS)}, not {embedding!r}")
     n_rounds = max(1, config.rounds)
@@ -161,16 +152,16 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
         want = np.ceil(total * (r + 1) / n_rounds).astype(np.int64)
         have = np.bincount(group[selected], minlength=len(total))
         budget = np.maximum(want - have, 0)
-        if model is None or config.method == "random":
+        if model is None or not method.uses_model:
             x = feature_embedding(data, pool)
-            picks = select(round0_method(config.method), x, group, budget, selected, weights=config.weights, rng=rng,
+            picks = select(method.round0, x, group, budget, selected, weights=config.weights, rng=rng,
                            threads=config.threads or 0)
         else:
             emb, samples = model_signals(model, data, pool, config.mc_samples)
             x = distance_rows(embedding, emb, data, pool, group)
             top = config.weights.u_kind == "top"
             q = top_probability(samples, group, config.weights.top_fraction) if top else None
-            picks = select(config.method, x, group, budget, selected, u=samples.std(0), p=samples.mean(0),
+            picks = select(method, x, group, budget, selected, u=samples.std(0), p=samples.mean(0),
                            q=q, weights=config.weights, rng=rng, threads=config.threads or 0)
         t_select = time.perf_counter() - t0
         costs[picks] = oracle.measure(pool[picks])

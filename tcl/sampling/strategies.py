@@ -91,7 +91,8 @@ def unit_rms_per_group(x, group) -> np.ndarray:
 
 
 def representativeness(x, group, k: int = 10, threads: int = 0) -> np.ndarray:
-    return 1.0 / (1.0 + kernels.knn_distance(x, group, k, threads))
+    """R of r_kind "density": 1 / (1 + mean distance to the k nearest programs of the task)."""
+    return 1.0 / (1.0 + kernels.knn_mean_distance(x, group, k, threads))
 
 
 def select(method, x, group, budget, selected=None, u=None, p=None, weights: Weights = Weights(),
@@ -110,7 +111,7 @@ def select(method, x, group, budget, selected=None, u=None, p=None, weights: Wei
     given = {"u": u, "p": p, "q": q}
     for signal in m.needs(weights):
         if given[signal] is None:
-            raise ValueError(f"{m.name} needs {SIGNALS[signal]} with these weights")
+            raise ValueError(f"{m.name} needs {SIGNALS[signal]} (with weights {weights})")
     group = np.asarray(group, np.int32)
     selected = np.zeros(len(group), bool) if selected is None else np.asarray(selected, bool)
     return m.pick(np.asarray(x, np.float32), group, np.asarray(budget, np.int64), selected, u=u, p=p, q=q,

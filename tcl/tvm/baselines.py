@@ -100,7 +100,7 @@ def pretrained_mlp(dataset_dir, cache_dir=None):
     from tvm.s_tir.meta_schedule.cost_model.mlp_model import MLPModel
 
     import tcl
-    from tcl.train import ProgramData, split_tasks
+    from tcl.program_data import ProgramData, split_tasks
 
     dataset_dir = Path(dataset_dir)
     if not any(dataset_dir.glob("*/database_tuning_record.json*")):

@@ -16,7 +16,7 @@ from tvm.target import Target, codegen
 def f_build(mod, target, _params):
     """`ms.builder.local_builder.default_build` without `import tvm.s_tir.tensor_intrin`.
 
-    That import takes ~22 s and the stock builder repeats it in every fresh worker process.
+    That import takes many seconds and the stock builder repeats it in every fresh worker process.
     """
     from tvm.driver import build as tvm_build
     from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
@@ -37,7 +37,7 @@ def _pickle_f_build_by_value() -> None:
 class PersistentBuilder(ms.builder.PyBuilder):
     """LocalBuilder's work (fast `f_build`, default export) in a worker pool kept across build() calls.
 
-    The stock LocalBuilder starts new workers for every call (each imports tvm and torch, ~3 s) to
+    The stock LocalBuilder starts new workers for every call (each imports tvm and torch, seconds) to
     dodge a slow memory leak in long-lived workers; here the pool is replaced every `recycle_after`
     builds instead.
     """
@@ -85,7 +85,7 @@ def import_cpu_tensor_intrin() -> None:
     """Register the CPU tensor intrinsics without the CUDA/ROCm/Hexagon ones.
 
     `ms.TuneContext` runs `import tvm.s_tir.tensor_intrin`, whose __init__ imports every backend's
-    intrinsics: 23-34 s, 2/3 of it CUDA. CPU schedule rules only use the x86 and Arm ones. This
+    intrinsics, most of the time in CUDA's. CPU schedule rules only use the x86 and Arm ones. This
     registers the package without running its __init__, so TuneContext's import finds it done; do not
     call it in a process that will also tune for a GPU.
     """
@@ -133,7 +133,7 @@ def make_runner(
 
 
 def host_cpu() -> str:
-    """LLVM's name for this CPU (e.g. 'znver4'); without mcpu tuned code ran ~3x slower."""
+    """LLVM's name for this CPU (e.g. 'znver4'); without mcpu, tuned code runs several times slower."""
     return codegen.llvm_get_system_cpu()
 
 

@@ -32,20 +32,30 @@ from .builder import import_cpu_tensor_intrin
 from .collect_options import add_collect_arguments
 from .collect_session import (
     check_measure_cpus,
-    check_rpc,
     check_settings,
     collection_rates,
-    lock_dataset,
     make_measurer,
+    open_dataset,
     setup_log,
-    unpack_dataset,
     write_platform,
 )
 from .hardware import platform_descriptor
 from .measure import Budget, Progress, collect_task
 from .remeasure import remeasure  # noqa: F401 (part of this module's API)
-from .targets import CollectError, check_target, check_tracker, local_device_target, parse_target  # noqa: F401
-from .task_dirs import count_lines, held_out_hashes, task_dir, task_split, update_task_info  # noqa: F401
+from .targets import (  # noqa: F401
+    CollectError,
+    check_target,
+    check_tracker,
+    local_device_target,
+    parse_target,
+)
+from .task_dirs import (  # noqa: F401
+    count_lines,
+    held_out_hashes,
+    task_dir,
+    task_split,
+    update_task_info,
+)
 
 LOG = logging.getLogger("tcl.collect")
 
@@ -77,19 +87,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
                    max_tasks=max_tasks, workers=workers)
     check_measure_cpus(measure_cpus)
     out_dir = Path(out_dir)
-    lock = lock_dataset(out_dir)  # first: a second collector learns at once, not after the set-up below
-    try:
-        target = parse_target(target)
-        tracker = check_rpc(rpc, key)
-        if tracker is None:
-            target = local_device_target(target)
-        check_target(target)
-        if target.kind.name == "llvm":
-            import_cpu_tensor_intrin()  # 1.6 s instead of 23-34 s for TuneContext's import
-        unpack_dataset(out_dir)
-    except BaseException:
-        lock.close()
-        raise
+    lock, target, tracker = open_dataset(out_dir, target, rpc, key)
     handler = setup_log(out_dir)
     try:
         return _collect(names, out_dir, programs_per_task, target, tracker, key, max_minutes, random_fraction,

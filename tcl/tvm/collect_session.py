@@ -140,3 +140,26 @@ def collection_rates(stats: dict, start: float) -> dict:
             "measure_seconds_per_program": round(stats["seconds"] / n, 3) if n else None,  # build + run
             "seconds_per_program": round(elapsed / n, 3) if n else None,  # everything, search included
             "programs_per_hour": round(3600 * n / elapsed) if n else 0}
+
+
+def open_dataset(out_dir: Path, target, rpc: str | None, key: str | None):
+    """Take the dataset's lock first (a second writer learns at once, not after TVM's set-up), then
+    check the target and the tracker and restore packed files. Returns (lock, target, tracker)."""
+    from .builder import import_cpu_tensor_intrin
+    from .targets import check_target, local_device_target, parse_target
+
+    lock = lock_dataset(out_dir)
+    try:
+        target = parse_target(target)
+        tracker = check_rpc(rpc, key)
+        if tracker is None:
+            target = local_device_target(target)
+        check_target(target)
+        if target.kind.name == "llvm":
+            import_cpu_tensor_intrin()  # instead of TuneContext's import of every backend's intrinsics
+        unpack_dataset(out_dir)
+    except BaseException:
+        lock.close()
+        raise
+    return lock, target, tracker
+

@@ -10,20 +10,10 @@ from pathlib import Path
 from tvm.s_tir import meta_schedule as ms
 
 from ..atomic import write_json
-from .collect_session import (
-    LOG,
-    check_rpc,
-    check_settings,
-    collection_rates,
-    lock_dataset,
-    make_measurer,
-    setup_log,
-    unpack_dataset,
-    write_platform,
-)
+from . import collect_session as session
 from .dataset import records_in_file_order
 from .measure import Budget, Progress, repair_lines, summarize
-from .targets import CollectError, check_target, local_device_target, parse_target
+from .targets import CollectError
 from .task_dirs import count_lines
 
 
@@ -39,24 +29,14 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
     src_dir, out_dir = Path(src_dir), Path(out_dir)
     if not src_dir.is_dir():
         raise CollectError(f"{src_dir}: not a dataset directory")
-    check_settings(batch_size=batch_size, repeat=repeat, min_repeat_ms=min_repeat_ms, max_minutes=max_minutes)
-    lock = lock_dataset(out_dir)
-    try:
-        target = parse_target(target)
-        tracker = check_rpc(rpc, key)
-        if tracker is None:
-            target = local_device_target(target)
-        check_target(target)
-        unpack_dataset(out_dir)
-    except BaseException:
-        lock.close()
-        raise
-    handler = setup_log(out_dir)
+    session.check_settings(batch_size=batch_size, repeat=repeat, min_repeat_ms=min_repeat_ms, max_minutes=max_minutes)
+    lock, target, tracker = session.open_dataset(out_dir, target, rpc, key)
+    handler = session.setup_log(out_dir)
     start = time.time()
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
     measurer = None
     try:
-        write_platform(out_dir, target, tracker, key, platform_info)
+        session.write_platform(out_dir, target, tracker, key, platform_info)
         plan = []
         for s in sorted(p.parent for p in src_dir.glob("*/database_tuning_record.json*")):
             if (s / "database_tuning_record.json").exists():
@@ -65,14 +45,14 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
             d.mkdir(exist_ok=True)
             for f in ("database_workload.json", "database_tuning_record.json"):
                 if repair_lines(d / f):
-                    LOG.warning("%s: dropped a line cut by an interrupted run", d / f)
+                    session.LOG.warning("%s: dropped a line cut by an interrupted run", d / f)
             if (s / "task.json").exists():
                 shutil.copy(s / "task.json", d / "task.json")
             src = records_in_file_order(s)
             have = count_lines(d / "database_tuning_record.json")
             if src and have < len(src):
                 plan.append((d, src, have))
-        measurer = make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers)
+        measurer = session.make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers)
         progress = Progress(sum(len(src) - have for _, src, have in plan), progress_stream)
         for d, src, have in plan:
             db = ms.database.JSONDatabase(work_dir=str(d))
@@ -87,13 +67,14 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
             info["summary"] = summarize(db.get_all_tuning_records())
             write_json(d / "task.json", info)
         progress.close()
-        result = {"out_dir": str(out_dir), "tasks_worked_on": len(plan), **collection_rates(measurer.counts(), start),
+        result = {"out_dir": str(out_dir), "tasks_worked_on": len(plan),
+                  **session.collection_rates(measurer.counts(), start),
                   "stopped": "max_minutes" if not budget.left() else None}
-        LOG.info("done: %s", result)
+        session.LOG.info("done: %s", result)
         return result
     finally:
         if measurer is not None:
             measurer.close()
-        LOG.removeHandler(handler)
+        session.LOG.removeHandler(handler)
         handler.close()
         lock.close()

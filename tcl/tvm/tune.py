@@ -57,10 +57,10 @@ DEFAULT_MLP_DATA = Path(__file__).resolve().parents[2] / "datasets" / "znver4-2c
 
 def make_cost_model(kind: str, model_path=None, mlp_data=None, explore: float | None = None):
     """kind: tcl (model_path: ONNX, default the shipped model; explore: its exploration weight, default
-    tcl.tvm.cost_model.DEFAULT_EXPLORE), xgb, mlp (pretrained on the dataset mlp_data, default the
+    tcl.tvm.search_cost_model.DEFAULT_EXPLORE), xgb, mlp (pretrained on the dataset mlp_data, default the
     checkout's datasets/znver4-2c) or random."""
     if kind == "tcl":
-        from .cost_model import DEFAULT_EXPLORE, CostModel
+        from .search_cost_model import DEFAULT_EXPLORE, CostModel
 
         return CostModel(model_path, explore=DEFAULT_EXPLORE if explore is None else explore)
     if kind == "xgb":

@@ -1,5 +1,10 @@
-"""A plain-Python featurizer written from the FeatureSpec (README "Feature layout"), independent
-of the C++ code except for the vocabulary list. The C++ output must equal it exactly."""
+"""A plain-Python featurizer written from the FeatureSpec (docs/features.md), independent of the C++
+code except for the vocabulary list: the definition the C++ featurizer is tested against (its output
+must equal this one's exactly) and the baseline bench/featurize.py times it against. Slow; not for
+use on datasets (tcl.featurize is the featurizer).
+
+reference_featurize(paths) returns the arrays of tcl.featurize plus the task count and the failed
+measurements per task; ms_trace and ansor_program featurize one program."""
 
 from __future__ import annotations
 
@@ -10,9 +15,9 @@ import sys
 
 import numpy as np
 
-from tcl import FormatError
-from tcl.features import SPEC
-from tcl.records import discover, parse_ansor_line, parse_ms_record_line, parse_ms_workload_line, _lines
+from .errors import FormatError
+from .features import SPEC
+from .records import _lines, discover, parse_ansor_line, parse_ms_record_line, parse_ms_workload_line
 
 L, K, W = SPEC.seq_len, SPEC.num_numeric, SPEC.workload_dim
 KIND = {name: i for i, name in enumerate(SPEC.kind_names) if i > 0}

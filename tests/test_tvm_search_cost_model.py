@@ -9,11 +9,12 @@ from tvm.s_tir import meta_schedule as ms  # noqa: E402
 from tvm.s_tir.meta_schedule.testing import te_workload  # noqa: E402
 
 from tcl.tvm.builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner  # noqa: E402
-from tcl.tvm.cost_model import CostModel  # noqa: E402
+from tcl.tvm.search_cost_model import CostModel  # noqa: E402
 
 pytestmark = pytest.mark.tvm
 
 
+@pytest.mark.slow
 def test_tune_tir_with_tcl_cost_model(exported_model, tmp_path):
     from tvm import te
 
@@ -45,7 +46,7 @@ def test_tune_tir_with_tcl_cost_model(exported_model, tmp_path):
 
 def test_exploration_bonus_is_the_ridge_predictive_spread():
     """spread(x) = sqrt(x1^T (X1^T X1 + alpha I)^-1 x1), x1 = [x, 1]: small near what was measured."""
-    from tcl.tvm.cost_model import _TaskResidual
+    from tcl.tvm.search_cost_model import _TaskResidual
 
     rng = np.random.default_rng(0)
     x, secs = rng.normal(size=(40, 5)), rng.random(40) + 0.1
@@ -62,6 +63,7 @@ def test_exploration_bonus_is_the_ridge_predictive_spread():
     assert got[3:].min() > got[:3].max()  # far from every measured program: larger bonus
 
 
+@pytest.mark.slow
 def test_tcl_tune_cli_one_workload(exported_model, tmp_path, capsys):
     import json
 
@@ -98,6 +100,7 @@ def small_training_set(dst):
     return dst
 
 
+@pytest.mark.slow
 def test_mlp_baseline_pretrains_caches_and_tunes_one_task(tmp_path, capsys):
     """TVM's MLPModel fails on its first update when one task is tuned from scratch; pretrained on a
     dataset (cached) it tunes like the other cost models."""

@@ -1,13 +1,13 @@
 """TCL as a MetaSchedule cost model: `ms.tune_tir(..., cost_model=CostModel(path))`.
 
-predict: each candidate's trace as `str(trace)` (the cheapest way out of TVM, ~0.1 ms) ->
-featurized in C++ -> scored by the ONNX model in onnxruntime on one thread. No torch.
+predict: each candidate's trace as `str(trace)` (the cheapest way out of TVM) -> featurized in
+C++ -> scored by the ONNX model in onnxruntime on one thread. No torch.
 
-update: the exported model is fixed; what this tuning session measures corrects it per task with a
-small ridge regression (closed form, well under a millisecond) from [model score, pooled features]
-to the measured normalised throughput (best latency of the task so far / latency). It starts to
-count once a task has `min_samples` measurements and its weight grows with their number, so the
-pretrained ranking leads early and the session's own evidence later.
+update: the exported model is fixed; what this tuning run measures corrects it per task with a
+small ridge regression (closed form, cheap next to a measurement) from [model score, pooled
+features] to the measured normalised throughput (best latency of the task so far / latency). It
+starts to count once a task has `min_samples` measurements and its weight grows with their number,
+so the pretrained ranking leads early and the run's own evidence later.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _pooled(seq, length) -> np.ndarray:
     return seq.sum(1) / np.maximum(length, 1)[:, None]
 
 
-DEFAULT_EXPLORE = 0.5  # the one weight tried so far (bench/tuning.py, 5 seeds; README)
+DEFAULT_EXPLORE = 0.5  # the weight bench/tuning.py measured (docs/tuning.md, docs/results.md)
 
 
 def _with_intercept(x: np.ndarray) -> np.ndarray:
@@ -109,7 +109,7 @@ class CostModel(ms.cost_model.PyCostModel):
         score, x = self._features(candidates)
         res = self.tasks.get(self._task(context))
         if self.adapt and res is not None and res.coef is not None:
-            # blend: the session's own fit gains weight as its measurements accumulate
+            # blend: the run's own fit gains weight as its measurements accumulate
             w = min(1.0, len(res.secs) / self.ramp)
             score = (1 - w) * _standard(score) + w * _standard(res.correct(x))
             if self.explore:
