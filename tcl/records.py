@@ -18,7 +18,6 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
-import math
 import os
 import zlib
 from dataclasses import dataclass, field
@@ -394,11 +393,3 @@ def read(paths, errors: str = "raise") -> ReadResult:
                     lambda h, _: workloads.append(h), lambda: workloads.append(None))
         _read_lines(src.path, lambda t: parse_ms_record_line(t, workloads), errors, out, keep)
     return out
-
-
-def normalized_throughput(latencies, groups) -> list[float]:
-    """best latency of the group / latency, per program: the label, in (0, 1]."""
-    best: dict = {}
-    for lat, g in zip(latencies, groups):
-        best[g] = min(best.get(g, math.inf), lat)
-    return [best[g] / lat for lat, g in zip(latencies, groups)]

@@ -142,7 +142,7 @@ class Measurer:
 
 
 def _trace_key(trace) -> str:
-    return str(trace)  # 0.1 ms per trace; the same text for a trace and its database round trip
+    return str(trace)  # cheap, and the same text for a trace and its database round trip
 
 
 @dataclass
