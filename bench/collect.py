@@ -104,6 +104,10 @@ def main() -> None:
     p.add_argument("--tasks", type=int, default=10, help="tasks collected by each run (default 10)")
     p.add_argument("--programs", type=int, default=32, help="programs per task (default 32)")
     p.add_argument("--workers", type=int, default=2, help="--workers of the pipelined run (default 2)")
+    p.add_argument("--population", type=int, default=None,
+                   help="evolutionary-search population of the pipelined run (default: tcl collect's)")
+    p.add_argument("--min-repeat-ms", type=int, default=None,
+                   help="--min-repeat-ms of the pipelined run (default: tcl collect's)")
     p.add_argument("--check", default=None, metavar="DATASET",
                    help="only measure a sample of this dataset again and report its repeatability")
     p.add_argument("--check-programs", type=int, default=320, help="programs in the --check sample (default 320)")
@@ -134,7 +138,10 @@ def main() -> None:
         target = default_target(1)  # one core: the pipelined run measures on one CPU
         common = dict(held_out=None, max_tasks=args.tasks, progress_stream=sys.stderr)
         runs = {}
-        for name, extra in [("before", {}), ("after", {"workers": args.workers, "measure_cpus": [cpus[-1]]})]:
+        pipelined = {"workers": args.workers, "measure_cpus": [cpus[-1]]}
+        pipelined.update({k: v for k, v in (("population", args.population), ("min_repeat_ms", args.min_repeat_ms))
+                      if v is not None})
+        for name, extra in [("before", {}), ("after", pipelined)]:
             print(f"[{name}] collecting {args.tasks} tasks x {args.programs} programs ...", file=sys.stderr)
             runs[name] = collect(args.network, work / name, args.programs, target, **common, **extra)
             print(f"[{name}] {runs[name]}", file=sys.stderr)
@@ -146,7 +153,7 @@ def main() -> None:
         before, after = runs["before"]["programs_per_hour"], runs["after"]["programs_per_hour"]
         result = {
             "host": platform.node(), "cpus": cpus, "network": args.network, "tasks": args.tasks,
-            "programs_per_task": args.programs, "workers": args.workers, "measure_cpus": [cpus[-1]],
+            "programs_per_task": args.programs, "after_settings": pipelined,
             "programs_per_hour_before": before, "programs_per_hour": after,
             "speedup": round(after / before, 2) if before else None,
             "rank_repeatability": rep, "runs": runs,

@@ -84,7 +84,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
             raise CollectError(f"unknown network {n!r}; known: {', '.join(sorted(nets.NETWORKS))}, {nets.SWEEP}")
     check_settings(programs_per_task=programs_per_task, batch_size=batch_size, repeat=repeat,
                    min_repeat_ms=min_repeat_ms, random_fraction=random_fraction, max_minutes=max_minutes,
-                   max_tasks=max_tasks, workers=workers)
+                   max_tasks=max_tasks, workers=workers, population=population)
     check_measure_cpus(measure_cpus)
     out_dir = Path(out_dir)
     lock, target, tracker = open_dataset(out_dir, target, rpc, key)
@@ -273,6 +273,7 @@ def run_collect(args: argparse.Namespace) -> dict:
                          key=args.key, random_fraction=args.random_fraction, batch_size=args.batch_size,
                          repeat=args.repeat, min_repeat_ms=args.min_repeat_ms, seed=args.seed, max_tasks=args.max_tasks,
                          task_filter=args.task_filter, platform_info=info, workers=args.workers,
+                         population=args.population,
                          measure_cpus=_cpu_list(args.measure_cpus),
                          held_out=None if args.held_out == "none" else tuple(args.held_out.split(",")))
     print(json.dumps(result, indent=1))

@@ -29,6 +29,8 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser
                    help="share of random (replay-trace) programs per task; the rest come from evolutionary "
                         "search (default 0.5)")
     p.add_argument("--batch-size", type=int, default=16, help="programs per measured batch (default 16)")
+    p.add_argument("--population", type=int, default=256,
+                   help="population of the evolutionary search; smaller searches faster (default 256)")
     p.add_argument("--repeat", type=int, default=3, help="measurement repeats per program (default 3)")
     p.add_argument("--min-repeat-ms", type=int, default=100,
                    help="each repeat runs the program at least this long (default 100)")
