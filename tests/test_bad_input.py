@@ -54,20 +54,13 @@ BAD_PLATFORM = [
 ]
 
 
-@pytest.mark.parametrize("content,expected", BAD_TASK, ids=lambda v: str(v)[:20])
-def test_bad_task_json_names_the_file(db, content, expected):
-    (db / "task.json").write_bytes(content)
+@pytest.mark.parametrize("name,content,expected", [("task.json", *c) for c in BAD_TASK]
+                         + [("platform.json", *c) for c in BAD_PLATFORM], ids=lambda v: str(v)[:20])
+def test_bad_side_file_names_the_file(db, name, content, expected):
+    (db / name).write_bytes(content)
     with pytest.raises(FormatError, match=expected) as e:
         tcl.featurize(db)
-    assert str(db / "task.json") in str(e.value)
-
-
-@pytest.mark.parametrize("content,expected", BAD_PLATFORM, ids=lambda v: str(v)[:20])
-def test_bad_platform_json_names_the_file(db, content, expected):
-    (db / "platform.json").write_bytes(content)
-    with pytest.raises(FormatError, match=expected) as e:
-        tcl.featurize(db)
-    assert str(db / "platform.json") in str(e.value)
+    assert str(db / name) in str(e.value)
 
 
 def test_good_side_files_with_nulls_still_read(db):

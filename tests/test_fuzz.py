@@ -18,6 +18,27 @@ import pytest
 FUZZ_SECONDS = float(os.environ.get("TCL_FUZZ_SECONDS", "20"))
 HERE = Path(__file__).parent
 
+# One mutation of a byte string, pasted into both fuzzing children (their source is text).
+MUTATE = textwrap.dedent(
+    r"""
+    def mutate(b, m):
+        pos, op, junk = m
+        i = pos % (len(b) + 1)
+        if op == "flip" and b:
+            j = i % len(b)
+            return b[:j] + bytes([b[j] ^ junk[0]]) + b[j + 1:]
+        if op == "cut":
+            return b[:i]
+        if op == "insert":
+            return b[:i] + junk + b[i:]
+        if op == "dup":
+            return b[:i] + b[i:i + 64] + b[i:]
+        if op == "big":  # digits no float holds
+            return b[:i] + b"9" * 400 + b[i:]
+        return b[:i] + b[i + len(junk):]
+    """
+)
+
 CHILD = textwrap.dedent(
     r"""
     import json, random, sys, time
@@ -57,20 +78,7 @@ CHILD = textwrap.dedent(
     mutation = st.tuples(st.integers(0, 10**6), st.sampled_from(["flip", "cut", "insert", "dup", "delete"]),
                          st.binary(min_size=1, max_size=8))
 
-    def mutate(line, m):
-        pos, op, junk = m
-        b = line.encode()
-        i = pos % (len(b) + 1)
-        if op == "flip" and b:
-            j = i % len(b)
-            return b[:j] + bytes([b[j] ^ junk[0]]) + b[j + 1:]
-        if op == "cut":
-            return b[:i]
-        if op == "insert":
-            return b[:i] + junk + b[i:]
-        if op == "dup":
-            return b[:i] + b[i:i + 64] + b[i:]
-        return b[:i] + b[i + len(junk):]
+    MUTATE
 
     # Each call runs a fresh batch of examples; the loop below repeats it until the time is up.
     @settings(max_examples=300, deadline=None, database=None,
@@ -80,7 +88,7 @@ CHILD = textwrap.dedent(
         line = seeds[k]
         data = line.encode()
         for m in ms:
-            data = mutate(data.decode("latin-1"), m)
+            data = mutate(data, m)
         kind = "metaschedule" if line.startswith("[") else "ansor"
         feed(kind, data)
         if kind == "metaschedule" and traces:
@@ -105,7 +113,7 @@ CHILD = textwrap.dedent(
     def fuzz_text(ms):
         data = TEXT.encode()
         for m in ms:
-            data = mutate(data.decode("latin-1"), m)
+            data = mutate(data, m)
         feed_trace(data.decode("utf-8", "replace"))
         count[0] += 1
 
@@ -124,7 +132,7 @@ CHILD = textwrap.dedent(
         fuzz_text()
     print("fuzzed", count[0])
     """
-)
+).replace("\nMUTATE\n", "\n" + MUTATE)
 
 
 def seed_lines() -> list[str]:
@@ -223,21 +231,7 @@ PY_CHILD = textwrap.dedent(
     except ImportError:
         model = None
 
-    def mutate(b, m):
-        pos, op, junk = m
-        i = pos % (len(b) + 1)
-        if op == "flip" and b:
-            j = i % len(b)
-            return b[:j] + bytes([b[j] ^ junk[0]]) + b[j + 1:]
-        if op == "cut":
-            return b[:i]
-        if op == "insert":
-            return b[:i] + junk + b[i:]
-        if op == "dup":
-            return b[:i] + b[i:i + 64] + b[i:]
-        if op == "big":  # digits no float holds
-            return b[:i] + b"9" * 400 + b[i:]
-        return b[:i] + b[i + len(junk):]
+    MUTATE
 
     mutation = st.tuples(st.integers(0, 10**6), st.sampled_from(["flip", "cut", "insert", "dup", "delete", "big"]),
                          st.binary(min_size=1, max_size=8))
@@ -362,7 +356,7 @@ PY_CHILD = textwrap.dedent(
         fuzz_cli()
     print("fuzzed", count[0])
     """
-)
+).replace("\nMUTATE\n", "\n" + MUTATE)
 
 
 @pytest.mark.slow
