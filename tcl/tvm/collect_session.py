@@ -122,9 +122,8 @@ def make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers, 
     and the runner's worker to measure_cpus."""
     initializer = None
     if measure_cpus:
+        check_measure_cpus(measure_cpus)
         others = set(os.sched_getaffinity(0)) - set(measure_cpus)
-        if not others:
-            raise CollectError(f"--measure-cpus {sorted(measure_cpus)} leaves no CPU for searching and building")
         os.sched_setaffinity(0, others)
         initializer = pin_to_cpus(measure_cpus)
         builder_workers = builder_workers or len(others)
