@@ -1,9 +1,14 @@
 """Shared, expensive fixtures (made once per test session), and the slow marks of files that keep
 none of their own."""
 
+import os
 import warnings
 
 import pytest
+
+# Child Pythons (CLI runs, TVM's popen workers) import the installed tcl, not the checkout the tests
+# run from: with a wheel install the checkout's tcl/ has no compiled _core.
+os.environ["PYTHONSAFEPATH"] = "1"
 
 # Tests over a few seconds each, by file and test function, in files that carry no slow marks of
 # their own: `pytest -m "not slow"` leaves them out. A name that matches no test of its file (once
