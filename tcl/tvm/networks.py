@@ -1,8 +1,8 @@
 """Networks written in plain PyTorch (no downloads) and their MetaSchedule tuning tasks.
 
-`network_tasks(name, target)` imports a network through torch.export -> Relax, runs the passes
-`ms.relax_integration.compile_relax` runs before applying a database (so database keys match), and
-returns the extracted tasks with their weights (occurrences) and FLOPs. `sweep_tasks()` gives the
+`network_tasks(name, target)` imports a network through torch.export -> Relax (tcl.tvm.network_import),
+runs the passes `ms.relax_integration.compile_relax` runs before applying a database (so database
+keys match), and returns the extracted tasks with their weights (occurrences) and FLOPs. `sweep_tasks()` gives the
 synthetic operator sweep (tcl.tvm.sweep) for wider coverage.
 Weights are random: they do not change the tasks.
 """
@@ -81,31 +81,12 @@ def _flops(mod: tvm.IRModule) -> float:
     return float(estimate_tir_flops(mod))
 
 
-def relax_module(name: str, batch: int = 1):
-    """torch model -> Relax IRModule and its parameters."""
-    from tvm import relax
-    from tvm.relax.frontend.torch import from_exported_program
-
-    if name not in NETWORKS:
-        raise UnknownNetworkError(f"unknown network {name!r}; known: {', '.join(sorted(NETWORKS))}, {SWEEP}")
-    make, inputs = NETWORKS[name]
-    torch.manual_seed(0)
-    with torch.no_grad():
-        ep = torch.export.export(make().eval(), inputs(batch))
-    mod = from_exported_program(ep, keep_params_as_input=True)
-    mod = relax.transform.DecomposeOpsForInference()(mod)
-    return relax.frontend.detach_params(mod)
-
-
-def network_tasks(name: str, target, batch: int = 1) -> list[Task]:
-    """The tasks MetaSchedule tunes for a network (legalized and fused as compile_relax does)."""
+def extract_tasks(mod: tvm.IRModule, target) -> list:
+    """MetaSchedule's tuning tasks (ExtractedTask) of a Relax module whose weights are bound, after
+    the passes `ms.relax_integration.compile_relax` runs before it looks up the database."""
     from tvm import relax
     from tvm.relax import pipeline
 
-    mod, params = relax_module(name, batch)
-    main = mod["main"]
-    weights = main.params[int(main.attrs["num_input"]):]  # after the real inputs
-    mod = relax.transform.BindParams("main", dict(zip(weights, params["main"])))(mod)
     passes = [
         *pipeline.library_dispatch_passes(target),
         relax.transform.LegalizeOps(),
@@ -116,7 +97,14 @@ def network_tasks(name: str, target, batch: int = 1) -> list[Task]:
     ]
     with target, tvm.transform.PassContext(opt_level=3):
         mod = tvm.transform.Sequential(passes)(mod)
-    tasks = ms.relax_integration.extract_tasks(mod, target)
+    return list(ms.relax_integration.extract_tasks(mod, target))
+
+
+def network_tasks(name: str, target, batch: int = 1) -> list[Task]:
+    """The tasks MetaSchedule tunes for a built-in network."""
+    from .network_import import from_builtin
+
+    tasks = extract_tasks(from_builtin(name, batch).mod, target)
     return [Task(t.task_name, t.dispatched[0], int(t.weight), _flops(t.dispatched[0]), [name]) for t in tasks]
 
 
