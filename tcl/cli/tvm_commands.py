@@ -7,49 +7,106 @@ from pathlib import Path
 
 from ..errors import FormatError, MissingDependencyError
 from ..tvm.catalog import NETWORK_NAMES
-from .options import add_seed, names, non_negative, positive, with_default
+from .options import add_seed, positive, with_default
 
 COST_MODELS = ("tcl", "xgb", "mlp", "random")
 
 
-def network_list(text: str) -> list[str]:
-    """An argparse type: one built-in network or a comma-separated list of them."""
-    out = names(text)
-    unknown = [n for n in out if n not in NETWORK_NAMES]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown network(s) {', '.join(unknown)}; choose from {', '.join(NETWORK_NAMES)}")
-    return out
+def network_name(text: str) -> str:
+    """An argparse type: one built-in network."""
+    if text not in NETWORK_NAMES:
+        raise argparse.ArgumentTypeError(f"unknown network {text!r}; choose from {', '.join(NETWORK_NAMES)}")
+    return text
 
 
-def _print_table(rows):
-    def ms(v):
-        return f"{v * 1e3:12.2f}" if v is not None else f"{'-':>12}"
+def minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of minutes, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
 
-    print(f"{'network':<17}{'cost model':<11}{'tuning s':>9}{'weighted best ms':>18}{'network ms':>12}"
-          f"{'untuned ms':>12}{'PyTorch ms':>12}")
-    for what, kind, r in rows:
+
+def _ms(t: dict | None) -> str:
+    if not t:
+        return ""
+    return f"{t['median_s'] * 1e3:.2f} [{t['min_s'] * 1e3:.2f}, {t['max_s'] * 1e3:.2f}] of {t['repeats']}"
+
+
+def print_summary(reports: dict, out: Path, network) -> None:
+    """The table after tuning: what each number is, the spread of the timings, where the results are."""
+    from ..tvm.network_tuning import snippet
+
+    first = next(iter(reports.values()))
+    print(f"\n{first['network']}: {len(first['tasks'])} tasks, target {first['target']}")
+    print(f"{'':<26}{'tuning':>8}{'trials':>8}{'estimated ms':>14}   measured ms: median [min, max] of n")
+    for kind, r in reports.items():
+        est = f"{r['estimated_s'] * 1e3:.2f}" if r["estimated_s"] is not None else "-"
         e2e = r.get("end_to_end", {})
-        print(f"{what[:16]:<17}{kind:<11}{r['seconds']:>9.0f}{r['weighted_best_s'] * 1e3:>18.3f}"
-              f"{ms(e2e.get('tuned_s'))}{ms(e2e.get('untuned_s'))}{ms(e2e.get('pytorch_eager_s'))}")
+        print(f"{'tuned with ' + kind:<26}{r['seconds'] / 60:>7.1f}m{r['trials']:>8}{est:>14}   {_ms(e2e.get('tuned'))}")
+    e2e = first.get("end_to_end")
+    if not e2e:
+        return
+    print(f"{'untuned build':<56}   {_ms(e2e['untuned'])}")
+    ref = e2e.get("reference")
+    if ref:
+        label = f"{ref['label']} ({ref['threads']} threads)"
+        print(f"{label:<56}   {_ms(ref)}")
+    print("estimated: sum over the tasks of weight x best measured task latency; measured: the exported "
+          "library end to end, one call at a time, after one warm-up call")
+    main = first["end_to_end"]["tuned"]["median_s"]
+    line = f"{next(iter(reports))}-tuned network: {e2e['untuned']['median_s'] / main:.1f}x faster than the untuned build"
+    if ref:
+        ratio = ref["median_s"] / main
+        line += (f", {ratio:.2f}x faster than {ref['label']}" if ratio >= 1
+                 else f", {1 / ratio:.2f}x slower than {ref['label']}")
+    print(line + f" (outputs match the untuned build to {e2e['max_abs_diff_vs_untuned']:.2g})")
+    print(f"compiled library: {first['library']}\ntuning database: {Path(first['library']).parent / 'db'} (MetaSchedule "
+          f"JSONDatabase; run the same command again to resume)\nreports: {out / 'report.json'}, {out / 'report.png'}")
+    print("run it:\n    " + snippet(first["library"], network.inputs).replace("\n", "\n    "))
+
+
+def _network(args):
+    from ..tvm import network_import as ni
+
+    if args.onnx:
+        return ni.from_onnx(args.onnx, ni.parse_shapes(args.input_shape) if args.input_shape else None)
+    return ni.from_builtin(args.network)
 
 
 def run_tune(args):
-    from ..tvm.tune import tune
+    from ..atomic import write_json
 
     kinds = [args.cost_model] + [k for k in args.compare if k != args.cost_model]
-    targets = [(n, None) for n in args.network] if args.network else [(None, args.workload)]
-    rows = []
-    for network, workload in targets:
-        base = Path(args.out) / network if len(targets) > 1 else Path(args.out)
+    out = Path(args.out)
+    if args.workload:
+        from ..tvm.tune import tune
+
         for kind in kinds:
-            r = tune(base / kind, network=network, workload=workload, trials=args.trials, cost_model=kind,
-                     model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
-                     max_tasks=args.max_tasks or None, seed=args.seed, measure_end_to_end=not args.no_end_to_end,
-                     mlp_data=args.mlp_data, explore=args.explore)
-            rows.append((network or workload, kind, r))
-    _print_table(rows)
-    where = "<network>/<cost model>" if len(targets) > 1 else "<cost model>"
-    print(f"reports: {Path(args.out)}/{where}/report.json")
+            r = tune(out / kind, workload=args.workload, trials=args.trials or DEFAULT_WORKLOAD_TRIALS,
+                     cost_model=kind, model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
+                     seed=args.seed, mlp_data=args.mlp_data, explore=args.explore)
+            print(f"{args.workload}: tuned with {kind} in {r['seconds']:.0f} s, best {r['weighted_best_s'] * 1e3:.4f} ms "
+                  f"(report: {out / kind / 'report.json'})")
+        return
+    from ..tvm.network_tuning import plot, tune_network
+
+    budget = args.minutes if args.minutes is not None or args.trials else DEFAULT_MINUTES
+    try:
+        network = _network(args)
+    except ValueError as e:
+        raise FormatError(str(e)) from None
+    reports = {}
+    for kind in kinds:
+        reports[kind] = tune_network(network, out / kind, minutes=budget, trials=args.trials, cost_model=kind,
+                                     model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
+                                     seed=args.seed, mlp_data=args.mlp_data, explore=args.explore,
+                                     measure=not args.no_end_to_end)
+    write_json(out / "report.json", {"network": network.name, "runs": reports})
+    plot(reports, out / "report.png")
+    print_summary(reports, out, network)
 
 
 def run_collect(args):
@@ -66,25 +123,36 @@ def run_collect(args):
         raise FormatError(str(e)) from None
 
 
+DEFAULT_MINUTES = 6.0  # tuning budget of `tcl tune` when neither --minutes nor --trials is given
+DEFAULT_WORKLOAD_TRIALS = 64
+
+
 def add_tune(sub):
     u = sub.add_parser(
-        "tune", help="tune networks' heaviest tasks (or a workload) with TCL or TVM's cost models (needs apache-tvm)",
-        description="Extract a network's tasks (or one workload), tune the heaviest with MetaSchedule's "
-        "evolutionary search guided by the chosen cost model, compile and time the network against "
-        "the untuned build and PyTorch eager. --compare runs other cost models with the same budget "
-        "and prints them side by side. Writes report.json and report.png per cost model under --out "
-        "(per network and cost model when several networks are given).")
+        "tune", help="tune a whole network (built-in or ONNX) within a time budget and export it (needs apache-tvm)",
+        description="Tune every task of a network in one MetaSchedule session, guided by TCL's cost model (or "
+        "TVM's), within one budget in minutes and/or trials that MetaSchedule's task scheduler shares "
+        "among the tasks; then compile the network, export it as a shared library, and time it end to end "
+        "against the untuned build and PyTorch eager (onnxruntime for an ONNX file) with the same threads. "
+        "Writes under --out: <cost model>/{network.so, db/, logs/, report.json}, report.json and report.png. "
+        "Run it again with the same --out to resume from its tuning database. --workload tunes one "
+        "operator instead.")
     what = u.add_mutually_exclusive_group(required=True)
-    what.add_argument("--network", type=network_list,
-                      help=f"network(s), comma separated: {', '.join(NETWORK_NAMES)} (this or --workload is required)")
-    what.add_argument("--workload", help="e.g. matmul:128,128,128, a ms.testing.te_workload function and its args "
-                      "(this or --network is required)")
-    u.add_argument("--trials", type=positive, default=64, help=with_default("measured programs per task"))
-    u.add_argument("--max-tasks", type=non_negative, default=4,
-                   help=with_default("tune this many of the heaviest tasks (0: all)"))
+    what.add_argument("--network", type=network_name, help=f"a built-in network: {', '.join(NETWORK_NAMES)}")
+    what.add_argument("--onnx", metavar="MODEL.onnx", help="an ONNX model (with --input-shape for symbolic dimensions)")
+    what.add_argument("--workload", help="one operator, e.g. matmul:128,128,128 (a ms.testing.te_workload function "
+                      "and its arguments)")
+    u.add_argument("--input-shape", metavar="NAME:D1,D2,...",
+                   help=with_default("static shapes of the ONNX model's inputs, ';' between inputs", "the file's own"))
+    u.add_argument("--minutes", type=minutes, default=None,
+                   help=with_default("tuning budget in wall-clock minutes, shared by all tasks",
+                                     f"{DEFAULT_MINUTES:g} when --trials is not given either"))
+    u.add_argument("--trials", type=positive, default=None,
+                   help=with_default("budget in measured programs, shared by all tasks (per task with --workload)",
+                                     f"none; {DEFAULT_WORKLOAD_TRIALS} with --workload"))
     u.add_argument("--cost-model", choices=COST_MODELS, default=COST_MODELS[0], help=with_default("the cost model"))
     u.add_argument("--compare", nargs="*", default=[], choices=COST_MODELS, metavar="COST_MODEL",
-                   help=with_default("also tune with these cost models (same tasks, same budget)", "none"))
+                   help=with_default("also tune with these cost models, each with the same budget", "none"))
     u.add_argument("--model", default=None, metavar="MODEL.onnx",
                    help=with_default("TCL ONNX model (`tcl export`)", "the one shipped with tcl"))
     u.add_argument("--explore", type=float, default=None,
@@ -101,7 +169,7 @@ def add_tune(sub):
     u.add_argument("--out", default="tune-out", help=with_default("output directory"))
     add_seed(u, "the search")
     u.add_argument("--no-end-to-end", action="store_true",
-                   help="skip compiling and timing the whole network (default: timed)")
+                   help="stop after tuning: no export, no end-to-end timing (default: exported and timed)")
     u.set_defaults(run=run_tune)
 
 

@@ -1,11 +1,11 @@
-"""Tune a network's heaviest tasks (or one workload) with a chosen cost model, then measure the result.
+"""Tune tasks one at a time with a chosen cost model: one workload, or a network's heaviest tasks
+at an equal trial budget each (what bench/tuning.py compares cost models on). Whole networks within
+one shared budget: tcl.tvm.network_tuning.
 
 Each selected task is tuned with stock `ms.tune_tir` (evolutionary search, the fast builder,
-LocalRunner or RPC) into one shared JSONDatabase; one cost model instance serves every task, as in
-`tune_relax`. A thin wrapper timestamps every measured batch, so the report has best latency vs
-trials and vs wall time per task. For a network, the tuned database is compiled with
-`compile_relax` (tasks not tuned keep their default schedules) and timed end to end against the
-untuned build and PyTorch eager on this machine.
+LocalRunner or RPC) into one shared JSONDatabase; one cost model instance serves every task. A thin
+wrapper timestamps every measured batch, so the report has best latency vs trials and vs wall time
+per task.
 """
 
 from __future__ import annotations
@@ -104,45 +104,10 @@ def _curve(db_dir: Path, task: nets.Task) -> list[float]:
     return np.minimum.accumulate(secs).tolist() if secs else []
 
 
-def _time(fn, repeat=5) -> float:
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
-
-
-def end_to_end(name: str, db, target) -> dict:
-    """Median seconds of the tuned build, the untuned build and PyTorch eager, batch 1."""
-    import torch
-    from tvm import relax
-
-    mod, params = nets.relax_module(name)
-    make, inputs = nets.NETWORKS[name]
-    x = inputs(1)
-    dev = tvm.cpu()
-
-    def run(database):
-        exe = ms.relax_integration.compile_relax(database, mod, target, params=None)
-        vm = relax.VirtualMachine(exe, dev)
-        args = [tvm.runtime.tensor(t.numpy(), dev) for t in x] + list(params["main"])
-        return _time(lambda: vm["main"](*args))
-
-    out = {"tuned_s": run(db), "untuned_s": run(ms.database.MemoryDatabase())}
-    torch.manual_seed(0)
-    model = make().eval()
-    torch.set_num_threads(int(target.attrs.get("num-cores", 1)))
-    with torch.no_grad():
-        out["pytorch_eager_s"] = _time(lambda: model(*x))
-    return out
-
-
 def tune(out_dir, network: str | None = None, workload: str | None = None, trials: int = 64,
          cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
          key: str | None = None, max_tasks: int | None = 4, trials_per_iter: int = 16, seed: int = 0,
-         measure_end_to_end: bool = True, mlp_data=None, explore: float | None = None) -> dict:
+         mlp_data=None, explore: float | None = None) -> dict:
     """Tunes and writes out_dir/report.json (+ report.png); returns the report."""
     from .collect_session import check_rpc
     from .targets import parse_target
@@ -183,8 +148,6 @@ def tune(out_dir, network: str | None = None, workload: str | None = None, trial
                                       "best_vs_trials": curve, "wall_s_at_trial": times[: len(curve)]}
     tuned = [v for v in report["tasks"].values() if v["best_s"] is not None]
     report["weighted_best_s"] = float(sum(v["weight"] * v["best_s"] for v in tuned))
-    if network and measure_end_to_end:
-        report["end_to_end"] = end_to_end(network, db, target)
     if hasattr(model.inner, "stats"):
         report["cost_model_stats"] = model.inner.stats
     write_json(out_dir / "report.json", report)

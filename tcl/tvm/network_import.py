@@ -1,0 +1,169 @@
+"""A user's network as Relax, ready to tune and to compile: from a built-in name, a torch.nn.Module
+with example inputs, an ONNX file, or a Relax IRModule.
+
+Every source ends as a `Network`: the Relax module with its weights bound as constants (so the tasks
+extracted for tuning are exactly the functions `compile_relax` later looks up in the database, and
+the compiled library needs only the real inputs), example inputs for timing and checking, and a
+reference runner (PyTorch eager for torch sources, onnxruntime for ONNX files) to compare against.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import tvm
+
+from ..errors import FormatError
+
+
+@dataclass
+class Network:
+    name: str
+    mod: tvm.IRModule  # Relax, weights bound: main takes only `inputs`
+    inputs: list[np.ndarray]
+    # (label, make(threads) -> a function that runs one inference) of the framework the network came from
+    reference: tuple[str, Callable[[int], Callable[[], object]]] | None = None
+    input_names: list[str] = field(default_factory=list)
+
+
+def bind_weights(mod: tvm.IRModule, params: list | None) -> tvm.IRModule:
+    """Binds the trailing parameters of main (the weights, after `num_input` real inputs) to params."""
+    from tvm import relax
+
+    if not params:
+        return mod
+    main = mod["main"]
+    num_input = int(main.attrs["num_input"]) if main.attrs and "num_input" in main.attrs else len(main.params) - len(params)
+    weights = main.params[num_input:]
+    if len(weights) != len(params):
+        raise ValueError(f"main has {len(weights)} weight parameters but {len(params)} values were given")
+    return relax.transform.BindParams("main", dict(zip(weights, params)))(mod)
+
+
+def _torch_reference(module, example_inputs):
+    def make(threads: int):
+        import torch
+
+        torch.set_num_threads(threads)
+        module.eval()
+
+        def run():
+            with torch.no_grad():
+                return module(*example_inputs)
+        return run
+    return ("PyTorch eager", make)
+
+
+def from_torch(module, example_inputs: tuple, name: str = "torch_module") -> Network:
+    """A torch.nn.Module and a tuple of example input tensors (their shapes are the ones compiled)."""
+    import torch
+    from tvm import relax
+    from tvm.relax.frontend.torch import from_exported_program
+
+    if not isinstance(example_inputs, tuple) or not all(isinstance(t, torch.Tensor) for t in example_inputs):
+        raise TypeError("example_inputs must be a tuple of torch.Tensor")
+    module = module.eval()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch's pytree deprecations, raised inside both
+        ep = torch.export.export(module, example_inputs)
+        mod = from_exported_program(ep, keep_params_as_input=True)
+    mod = relax.transform.DecomposeOpsForInference()(mod)
+    mod, params = relax.frontend.detach_params(mod)
+    return Network(name, bind_weights(mod, params.get("main")), [t.numpy() for t in example_inputs],
+                   _torch_reference(module, example_inputs))
+
+
+def from_builtin(name: str, batch: int = 1) -> Network:
+    """One of tcl.tvm.networks.NETWORKS (random weights, seed 0)."""
+    import torch
+
+    from .networks import NETWORKS, SWEEP, UnknownNetworkError
+
+    if name not in NETWORKS:
+        raise UnknownNetworkError(f"unknown network {name!r}; known: {', '.join(sorted(NETWORKS))} ({SWEEP} is "
+                                  "not a network)")
+    make, inputs = NETWORKS[name]
+    torch.manual_seed(0)
+    return from_torch(make(), inputs(batch), name)
+
+
+def parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
+    """'input:1,3,224,224;mask:1,128' -> {'input': (1, 3, 224, 224), 'mask': (1, 128)}."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        name, sep, dims = part.rpartition(":")
+        if not sep or not name or not re.fullmatch(r"\d+(,\d+)*", dims.replace(" ", "")):
+            raise ValueError(f"bad input shape {part!r}: write NAME:D1,D2,... (several separated by ';')")
+        out[name] = tuple(int(d) for d in dims.replace(" ", "").split(","))
+    return out
+
+
+_ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 11: "float64"}
+
+
+def from_onnx(path, shapes: dict[str, tuple[int, ...]] | None = None, seed: int = 0) -> Network:
+    """An ONNX file; `shapes` fixes the inputs whose dimensions the file leaves symbolic (every input
+    must end with a static shape). Example inputs are random in each input's dtype."""
+    import onnx
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx as relax_from_onnx
+
+    path = Path(path)
+    try:
+        model = onnx.load(str(path))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such ONNX file") from None
+    except Exception as e:  # onnx raises DecodeError and friends for files that are not ONNX
+        raise FormatError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from None
+    shapes = dict(shapes or {})
+    initializers = {i.name for i in model.graph.initializer}
+    graph_inputs = [i for i in model.graph.input if i.name not in initializers]
+    unknown = sorted(set(shapes) - {i.name for i in graph_inputs})
+    if unknown:
+        raise ValueError(f"{path}: no input named {', '.join(unknown)}; its inputs: "
+                         f"{', '.join(i.name for i in graph_inputs)}")
+    rng = np.random.default_rng(seed)
+    inputs, dtypes = [], {}
+    for i in graph_inputs:
+        t = i.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        shape = shapes.get(i.name) or tuple(dims)
+        if None in shape or len(shape) != len(dims):
+            raise ValueError(f"{path}: input {i.name!r} has shape {dims}; give a static one with "
+                             f"--input-shape '{i.name}:" + ",".join(str(d or 1) for d in dims) + "'")
+        shapes[i.name] = tuple(shape)
+        dtypes[i.name] = _ONNX_DTYPES.get(t.elem_type)
+        if dtypes[i.name] is None:
+            raise ValueError(f"{path}: input {i.name!r} has an ONNX element type ({t.elem_type}) tcl cannot feed")
+        if np.issubdtype(np.dtype(dtypes[i.name]), np.floating):
+            inputs.append(rng.standard_normal(shape).astype(dtypes[i.name]))
+        else:
+            inputs.append(rng.integers(0, 2, shape).astype(dtypes[i.name]))
+    mod = relax_from_onnx(model, shape_dict=shapes, dtype_dict=dtypes, keep_params_in_input=True)
+    mod = relax.transform.DecomposeOpsForInference()(mod)
+    mod, params = relax.frontend.detach_params(mod)
+    names = [i.name for i in graph_inputs]
+
+    def make(threads: int):
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        feed = dict(zip(names, inputs))
+        return lambda: sess.run(None, feed)
+    return Network(path.stem, bind_weights(mod, params.get("main")), inputs, ("onnxruntime", make), names)
+
+
+def from_relax(mod: tvm.IRModule, inputs: list[np.ndarray], params: list | None = None,
+               name: str = "relax_module") -> Network:
+    """A Relax IRModule whose main takes `inputs` (then the weights `params`, if not bound yet)."""
+    if "main" not in [g.name_hint for g in mod.get_global_vars()]:
+        raise ValueError("the Relax module has no main function")
+    return Network(name, bind_weights(mod, params), [np.asarray(x) for x in inputs])

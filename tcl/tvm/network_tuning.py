@@ -1,0 +1,240 @@
+"""Tune a whole network within one budget and hand back the compiled result.
+
+All tasks of the network are tuned in one MetaSchedule session (`ms.tune.tune_tasks`, as
+`tune_relax` does): one cost model serves every task, one budget in trials and/or wall-clock
+minutes is shared by the tasks (tcl.tvm.task_scheduler), every measurement goes to a stock
+JSONDatabase. Running again on the same output directory resumes: the database's records seed
+the search and are fed to the cost model first. The tuned network is then compiled with
+`compile_relax`, exported as a shared library, loaded back from that file and timed end to end
+against the untuned build and the framework the network came from, with the same threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import tvm
+from tvm.s_tir import meta_schedule as ms
+
+from ..atomic import atomic_path, save_figure, write_json
+from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
+from .network_import import Network
+from .networks import extract_tasks
+from .task_scheduler import DeadlineScheduler, TuningProgress
+from .tune import make_cost_model
+
+LIBRARY = "network.so"
+NO_TRIAL_LIMIT = 1 << 30  # MetaSchedule needs a trial budget; with --minutes alone this one never binds
+
+
+def quiet_tvm_console() -> None:
+    """MetaSchedule logs every batch and table to the console; keep warnings there, the rest goes to
+    the run's log files (logs/ under its output directory)."""
+    for handler in logging.getLogger("tvm.s_tir.meta_schedule").handlers:
+        if not isinstance(handler, logging.FileHandler):
+            handler.setLevel(logging.WARNING)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Warnings third-party code raises on our paths (torch.export's pytree deprecations) stay out
+    of the terminal; ours are errors instead."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        yield
+
+
+def _resume(db, contexts, model) -> tuple[list[float], int]:
+    """Best seconds per task already in the database and its record count; the records are fed to
+    the cost model as if measured now."""
+    best, count = [math.inf] * len(contexts), 0
+    for i, ctx in enumerate(contexts):
+        if not db.has_workload(ctx.mod):
+            continue
+        records = db.get_top_k(db.commit_workload(ctx.mod), NO_TRIAL_LIMIT)
+        if not records:
+            continue
+        secs = [float(np.median([float(s) for s in r.run_secs])) for r in records]
+        best[i] = min(secs)
+        count += len(records)
+        results = [ms.runner.RunnerResult(run_secs=list(r.run_secs), error_msg=None) for r in records]
+        model.update(ctx, [r.as_measure_candidate() for r in records], results)
+    return best, count
+
+
+def time_calls(fn, repeats: int = 20, max_seconds: float = 20.0) -> dict:
+    """Seconds of `fn()` after one warm-up call: median, min and max of up to `repeats` calls (fewer
+    when they would take over max_seconds, at least 3)."""
+    fn()
+    times = []
+    t_end = time.perf_counter() + max_seconds
+    while len(times) < repeats and (len(times) < 3 or time.perf_counter() < t_end):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return {"median_s": float(np.median(times)), "min_s": float(min(times)), "max_s": float(max(times)),
+            "repeats": len(times)}
+
+
+def compile_network(network: Network, database, target):
+    with _quiet():
+        return ms.relax_integration.compile_relax(database, network.mod, target, params=None)
+
+
+def load_library(path):
+    """(VirtualMachine, device) of an exported network library on this machine's CPU."""
+    from tvm import relax
+
+    dev = tvm.cpu()
+    return relax.VirtualMachine(tvm.runtime.load_module(str(path)), dev), dev
+
+
+def outputs(value) -> list[np.ndarray]:
+    """The network's outputs as numpy arrays, flattened (Relax returns a tensor or nested tuples)."""
+    if hasattr(value, "numpy"):
+        return [value.numpy()]
+    return [a for v in value for a in outputs(v)]
+
+
+def run_library(vm, dev, inputs):
+    """A function that runs one inference of the loaded network on `inputs`, and its outputs."""
+    args = [tvm.runtime.tensor(x, dev) for x in inputs]
+    return lambda: vm["main"](*args)
+
+
+def export(network: Network, database, target, path) -> Path:
+    exe = compile_network(network, database, target)
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        exe.export_library(str(tmp))
+    return path
+
+
+def end_to_end(network: Network, library: Path, target, threads: int) -> dict:
+    """Times the exported library (loaded back from its file), the untuned build and the network's
+    own framework, batch as given, one call at a time; checks the tuned outputs against the untuned."""
+    vm, dev = load_library(library)
+    tuned = run_library(vm, dev, network.inputs)
+    out = {"tuned": time_calls(tuned)}
+    untuned_vm = tvm.relax.VirtualMachine(compile_network(network, ms.database.MemoryDatabase(), target), dev)
+    untuned = run_library(untuned_vm, dev, network.inputs)
+    out["untuned"] = time_calls(untuned, repeats=5)
+    a, b = outputs(tuned()), outputs(untuned())
+    out["max_abs_diff_vs_untuned"] = float(max(np.max(np.abs(x - y)) if x.size else 0.0 for x, y in zip(a, b)))
+    out["max_abs_output"] = float(max(np.max(np.abs(y)) if y.size else 0.0 for y in b))
+    if network.reference is not None:
+        label, make = network.reference
+        with _quiet():
+            out["reference"] = {"label": label, "threads": threads, **time_calls(make(threads))}
+    return out
+
+
+def tune_network(network: Network, out_dir, minutes: float | None = None, trials: int | None = None,
+                 cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
+                 key: str | None = None, trials_per_iter: int = 32, seed: int = 0, mlp_data=None,
+                 explore: float | None = None, measure: bool = True, stream=None) -> dict:
+    """Tunes every task of `network` within the budget (minutes and/or trials, at least one), writes
+    out_dir/{db, logs, network.so, report.json} and returns the report."""
+    from .collect_session import check_rpc
+    from .targets import parse_target
+
+    if minutes is None and trials is None:
+        raise ValueError("give a budget: minutes, trials or both")
+    if minutes is not None and not minutes > 0:
+        raise ValueError(f"minutes must be > 0, got {minutes}")
+    if trials is not None and trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials}")
+    target = parse_target(target) if target is not None else default_target()
+    threads = int(target.attrs.get("num-cores", 1))
+    tracker = check_rpc(rpc, key)
+    import_cpu_tensor_intrin()
+    out_dir = Path(out_dir)
+    (out_dir / "db").mkdir(parents=True, exist_ok=True)
+    with _quiet():
+        extracted = extract_tasks(network.mod, target)
+    if not extracted:
+        raise ValueError(f"{network.name}: no tunable tasks (nothing MetaSchedule can schedule)")
+    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)  # console level of its loggers
+    contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+        extracted, str(out_dir), num_threads=threads, seed=seed)
+    quiet_tvm_console()
+    db = ms.database.JSONDatabase(work_dir=str(out_dir / "db"))
+    model = make_cost_model(cost_model, model_path, mlp_data, explore)
+    prior_best, prior_records = _resume(db, contexts, model)
+    start = time.perf_counter()
+    progress = TuningProgress(weights, [c.task_name for c in contexts], start, minutes, trials, prior_best,
+                              stream=stream, label=cost_model)
+    scheduler = DeadlineScheduler(progress, start + minutes * 60 if minutes else None, seed=seed)
+    builder = make_builder(max_workers=threads)
+    runner = make_runner(tracker_host=tracker[0] if tracker else None,
+                         tracker_port=tracker[1] if tracker else None, tracker_key=key)
+    try:
+        with _quiet():
+            ms.tune.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out_dir),
+                               max_trials_global=trials or NO_TRIAL_LIMIT, num_trials_per_iter=trials_per_iter,
+                               builder=builder, runner=runner, database=db, cost_model=model,
+                               measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"), progress],
+                               task_scheduler=scheduler)
+    finally:
+        if hasattr(builder, "shutdown"):
+            builder.shutdown()
+    seconds = time.perf_counter() - start
+    progress.show(final=True)
+    estimate, with_result = progress.estimate()
+    report = {
+        "network": network.name, "cost_model": cost_model, "target": str(target), "threads": threads,
+        "budget": {"minutes": minutes, "trials": trials}, "seconds": seconds, "trials": progress.trials,
+        "resumed_records": prior_records,
+        "tasks": [{"name": c.task_name, "weight": float(w), "best_s": b if math.isfinite(b) else None,
+                   "batches": len(h)} for c, w, b, h in zip(contexts, weights, progress.best, progress.history)],
+        "estimated_s": estimate if with_result == len(contexts) else None,
+        "curve": [[e["seconds"], e["estimate_s"]] for e in progress.events if e["estimate_s"] is not None],
+    }
+    if hasattr(model, "stats"):
+        report["cost_model_stats"] = model.stats
+    if measure:
+        library = export(network, db, target, out_dir / LIBRARY)
+        report["library"] = str(library)
+        report["end_to_end"] = end_to_end(network, library, target, threads)
+    write_json(out_dir / "report.json", report)
+    return report
+
+
+def plot(reports: dict[str, dict], path) -> None:
+    """Estimated network latency vs tuning wall time, one step curve per cost model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for kind, r in reports.items():
+        curve = np.array(r["curve"], float).reshape(-1, 2)
+        if len(curve):
+            ax.step(curve[:, 0] / 60, curve[:, 1] * 1e3, where="post", label=kind)
+    ax.set_xlabel("tuning wall time (min)")
+    ax.set_ylabel("estimated network latency (ms)")
+    ax.set_yscale("log")
+    name = next(iter(reports.values()))["network"] if reports else ""
+    ax.set_title(f"{name}: sum over tasks of weight x best measured latency")
+    ax.legend(title="cost model")
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+
+
+def snippet(library, inputs: list[np.ndarray]) -> str:
+    """Python that loads the exported library and runs it on inputs of the tuned shapes."""
+    args = ", ".join(f"tvm.runtime.tensor(np.zeros({tuple(x.shape)}, {str(x.dtype)!r}))" for x in inputs)
+    return ("import numpy as np, tvm\n"
+            "from tvm import relax\n"
+            f"vm = relax.VirtualMachine(tvm.runtime.load_module({os.fspath(library)!r}), tvm.cpu())\n"
+            f"out = vm[\"main\"]({args})  # a tensor, or a tuple of them: .numpy() each")
