@@ -85,7 +85,7 @@ def run_one(case, cost_model, seed, args) -> dict:
     with tempfile.TemporaryDirectory(prefix="tcl-bench-tune-") as tmp:
         return tune(tmp, network=case, trials=max(args.budgets), cost_model=cost_model, model_path=args.model,
                     max_tasks=args.max_tasks, trials_per_iter=args.trials_per_iter, seed=seed,
-                    measure_end_to_end=False, explore=args.explore)
+                    explore=args.explore)
 
 
 # the settings a stored run must share to be reused (the budgets only through their maximum);

@@ -140,7 +140,7 @@ def end_to_end(network: Network, library: Path, target, threads: int) -> dict:
 def tune_network(network: Network, out_dir, minutes: float | None = None, trials: int | None = None,
                  cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
                  key: str | None = None, trials_per_iter: int = 32, seed: int = 0, mlp_data=None,
-                 explore: float | None = None, measure: bool = True, stream=None) -> dict:
+                 explore: float | None = None, measure: bool = True, stream=None, label: str | None = None) -> dict:
     """Tunes every task of `network` within the budget (minutes and/or trials, at least one), writes
     out_dir/{db, logs, network.so, report.json} and returns the report."""
     from .collect_session import check_rpc
@@ -171,7 +171,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     prior_best, prior_records = _resume(db, contexts, model)
     start = time.perf_counter()
     progress = TuningProgress(weights, [c.task_name for c in contexts], start, minutes, trials, prior_best,
-                              stream=stream, label=cost_model)
+                              stream=stream, label=label or cost_model)
     scheduler = DeadlineScheduler(progress, start + minutes * 60 if minutes else None, seed=seed)
     builder = make_builder(max_workers=threads)
     runner = make_runner(tracker_host=tracker[0] if tracker else None,
@@ -197,6 +197,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
                    "batches": len(h)} for c, w, b, h in zip(contexts, weights, progress.best, progress.history)],
         "estimated_s": estimate if with_result == len(contexts) else None,
         "curve": [[e["seconds"], e["estimate_s"]] for e in progress.events if e["estimate_s"] is not None],
+        "events": progress.events,
     }
     if hasattr(model, "stats"):
         report["cost_model_stats"] = model.stats
@@ -220,12 +221,16 @@ def plot(reports: dict[str, dict], path) -> None:
         curve = np.array(r["curve"], float).reshape(-1, 2)
         if len(curve):
             ax.step(curve[:, 0] / 60, curve[:, 1] * 1e3, where="post", label=kind)
+    if not ax.lines:
+        ax.text(0.5, 0.5, "no estimate: some task has no measured program yet", ha="center",
+                transform=ax.transAxes)
     ax.set_xlabel("tuning wall time (min)")
     ax.set_ylabel("estimated network latency (ms)")
-    ax.set_yscale("log")
     name = next(iter(reports.values()))["network"] if reports else ""
     ax.set_title(f"{name}: sum over tasks of weight x best measured latency")
-    ax.legend(title="cost model")
+    if ax.lines:
+        ax.set_yscale("log")
+        ax.legend(title="cost model")
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     plt.close(fig)

@@ -1,0 +1,208 @@
+"""Whole-network tuning against a wall-clock budget: TCL vs TVM's XGBModel (and MLPModel, random).
+
+For every network, cost model and seed, `tcl.tvm.network_tuning.tune_network` tunes all tasks of
+the network for --minutes of wall-clock time (the largest budget) on this machine. Its curve is the
+estimated network latency (sum over tasks of weight x best measured latency) against tuning wall
+time, so the smaller budgets come from the same run. At each budget of --budgets the network is
+compiled from the database records measured by then and timed end to end (the library of the
+largest budget is the exported one); PyTorch eager is timed beside it with the same threads.
+
+Runs are kept under --work (one directory per network, cost model and seed, each a `tcl tune`
+output) and reused when run again with the same settings on the same host, so a long benchmark can
+be spread over several sittings. Run it with nothing else on the machine.
+
+Writes bench/results/network_tuning.json: per network, the curves and end-to-end seconds of every
+run, and
+- time_ratio_to_xgb_final: XGB's wall time to reach its final estimated latency / TCL's wall time to
+  reach that latency (paired by seed, geometric mean; null when a TCL run never reached it),
+- latency_ratio_equal_time: XGB's measured end-to-end seconds / TCL's at the largest budget
+  (paired by seed, geometric mean),
+- vs_pytorch: PyTorch eager seconds / TCL-tuned seconds at the largest budget (geometric mean),
+and bench/results/network_tuning.png (estimated latency vs wall time, every run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tcl.atomic import save_figure, write_json
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULT = ROOT / "bench" / "results" / "network_tuning.json"
+
+
+def first_time_at_or_below(curve, level: float) -> float | None:
+    """Wall seconds at which a curve [[seconds, estimate], ...] first reaches `level` (None: never)."""
+    for seconds, estimate in curve:
+        if estimate <= level * (1 + 1e-12):
+            return float(seconds)
+    return None
+
+
+def geomean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(np.exp(np.mean(np.log(values)))) if values else None
+
+
+def database_prefix(db_dir: Path, count: int):
+    """A MemoryDatabase holding the first `count` records of a tuning database, in measuring order."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.tvm.dataset import records_in_file_order
+
+    mem = ms.database.MemoryDatabase()
+    for rec in records_in_file_order(db_dir)[:count]:
+        mem.commit_workload(rec.workload.mod)
+        mem.commit_tuning_record(rec)
+    return mem
+
+
+def records_by(events: list[dict], seconds: float) -> int:
+    """How many programs had been measured `seconds` into the run (events: TuningProgress.events)."""
+    return int(sum(e["size"] for e in events if e["seconds"] <= seconds))
+
+
+def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
+    """One tuning run at the largest budget (reused if already done with these settings), with the
+    end-to-end seconds at each budget."""
+    from tcl.tvm.hardware import detect_host, platform_name
+    from tcl.tvm.network_import import from_builtin
+    from tcl.tvm.network_tuning import compile_network, end_to_end, run_library, time_calls, tune_network
+
+    out = work / network_name / kind / f"seed{seed}"
+    settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
+                "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter}
+    done = out / "bench_run.json"
+    if done.exists():
+        run = json.loads(done.read_text())
+        if run["settings"] == settings:
+            print(f"  reusing {done}", file=sys.stderr)
+            return run
+    network = from_builtin(network_name)
+    report = tune_network(network, out, minutes=args.minutes, cost_model=kind, target=args.target, seed=seed,
+                          trials_per_iter=args.trials_per_iter, measure=False, label=f"{network_name} {kind} s{seed}")
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+    from tcl.tvm.builder import default_target
+    from tcl.tvm.network_tuning import LIBRARY, export
+    from tcl.tvm.targets import parse_target
+
+    target = parse_target(args.target) if args.target else default_target()
+    e2e = {}
+    for budget in args.budgets:
+        if budget == max(args.budgets):
+            library = export(network, ms.database.JSONDatabase(work_dir=str(out / "db")), target, out / LIBRARY)
+            full = end_to_end(network, library, target, report["threads"])
+            e2e[str(budget)] = full["tuned"]
+        else:
+            db = database_prefix(out / "db", records_by(report["events"], budget * 60))
+            vm = tvm.relax.VirtualMachine(compile_network(network, db, target), tvm.cpu())
+            e2e[str(budget)] = time_calls(run_library(vm, tvm.cpu(), network.inputs))
+    run = {"settings": settings, "seconds": report["seconds"], "trials": report["trials"], "curve": report["curve"],
+           "end_to_end": e2e, "untuned": full["untuned"], "pytorch_eager": full.get("reference"),
+           "max_abs_diff_vs_untuned": full["max_abs_diff_vs_untuned"]}
+    write_json(done, run)
+    return run
+
+
+def summarize(network_runs: dict) -> dict:
+    """The three ratios of one network from its runs {cost_model: {seed: run}}."""
+    tcl, xgb = network_runs.get("tcl", {}), network_runs.get("xgb", {})
+    largest = lambda run: run["end_to_end"][max(run["end_to_end"], key=float)]["median_s"]  # noqa: E731
+    time_ratios, latency_ratios = [], []
+    for seed in sorted(set(tcl) & set(xgb)):
+        xc, tc = xgb[seed]["curve"], tcl[seed]["curve"]
+        if xc and tc:
+            final = xc[-1][1]
+            t_xgb, t_tcl = first_time_at_or_below(xc, final), first_time_at_or_below(tc, final)
+            time_ratios.append(t_xgb / t_tcl if t_tcl else None)
+        latency_ratios.append(largest(xgb[seed]) / largest(tcl[seed]))
+    out = {"time_ratio_to_xgb_final": None if None in time_ratios else geomean(time_ratios),
+           "time_ratio_to_xgb_final_by_seed": time_ratios,
+           "latency_ratio_equal_time": geomean(latency_ratios), "latency_ratio_equal_time_by_seed": latency_ratios,
+           "vs_pytorch": geomean([r["pytorch_eager"]["median_s"] / largest(r) for r in tcl.values()
+                                  if r.get("pytorch_eager")])}
+    out["end_to_end_s"] = {kind: {budget: geomean([r["end_to_end"][budget]["median_s"] for r in runs.values()])
+                                  for budget in next(iter(runs.values()))["end_to_end"]}
+                           for kind, runs in network_runs.items()}
+    out["untuned_s"] = geomean([r["untuned"]["median_s"] for runs in network_runs.values() for r in runs.values()])
+    out["pytorch_eager_s"] = geomean([r["pytorch_eager"]["median_s"] for runs in network_runs.values()
+                                      for r in runs.values() if r.get("pytorch_eager")])
+    return out
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nets = list(results["networks"])
+    fig, axes = plt.subplots(1, len(nets), figsize=(5.5 * len(nets), 4), squeeze=False)
+    colors = {"tcl": "C0", "xgb": "C1", "mlp": "C2", "random": "C7"}
+    for ax, name in zip(axes[0], nets):
+        for kind, runs in results["networks"][name]["runs"].items():
+            for i, run in enumerate(runs.values()):
+                c = np.array(run["curve"], float).reshape(-1, 2)
+                if len(c):
+                    ax.step(c[:, 0] / 60, c[:, 1] * 1e3, where="post", color=colors.get(kind), alpha=0.8,
+                            label=kind if i == 0 else None)
+        ax.set_title(name)
+        ax.set_xlabel("tuning wall time (min)")
+        ax.set_ylabel("estimated network latency (ms)")
+        ax.set_yscale("log")
+        ax.legend(title="cost model")
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--networks", default="resnet18,mobilenet_v2", help="comma separated (default: %(default)s)")
+    p.add_argument("--minutes", type=float, default=24.0, help="largest budget: tuning minutes per run (default: %(default)s)")
+    p.add_argument("--budgets", default=None,
+                   help="budgets in minutes at which the network is timed end to end (default: 1/4, 1/2 and all of --minutes)")
+    p.add_argument("--seeds", type=int, default=3, help="seeds of TCL and XGB (default: %(default)s)")
+    p.add_argument("--one-seed", default="mlp,random", help="cost models run at seed 0 only (default: %(default)s)")
+    p.add_argument("--cost-models", default="tcl,xgb", help="cost models run at every seed (default: %(default)s)")
+    p.add_argument("--target", default=None, help="TVM target (default: this CPU, all cores)")
+    p.add_argument("--trials-per-iter", type=int, default=32, help="programs per measured batch (default: %(default)s)")
+    p.add_argument("--work", default=os.path.expanduser("~/.cache/tcl/bench-network-tuning"),
+                   help="where runs are kept and reused (default: %(default)s)")
+    p.add_argument("--out", default=str(RESULT), help="summary JSON (default: bench/results/network_tuning.json)")
+    args = p.parse_args(argv)
+    args.budgets = sorted({float(b) for b in args.budgets.split(",")}) if args.budgets else \
+        [args.minutes / 4, args.minutes / 2, args.minutes]
+    if max(args.budgets) != args.minutes:
+        p.error("the largest of --budgets must equal --minutes")
+    plan = [(k, s) for k in args.cost_models.split(",") if k for s in range(args.seeds)] + \
+        [(k, 0) for k in args.one_seed.split(",") if k]
+    work = Path(args.work)
+    results = {"settings": {"minutes": args.minutes, "budgets": args.budgets, "seeds": args.seeds,
+                            "target": args.target, "trials_per_iter": args.trials_per_iter}, "networks": {}}
+    for name in [n for n in args.networks.split(",") if n]:
+        runs: dict[str, dict[str, dict]] = {}
+        for kind, seed in plan:
+            print(f"{name}: {kind}, seed {seed}, {args.minutes:g} min", file=sys.stderr)
+            runs.setdefault(kind, {})[str(seed)] = run_one(name, kind, seed, args, work)
+        results["networks"][name] = {"runs": runs, **summarize(runs)}
+        from tcl.tvm.hardware import detect_host, platform_name
+
+        results["host"] = platform_name(detect_host())
+        write_json(Path(args.out), results)
+        plot(results, Path(args.out).with_suffix(".png"))
+    for name, r in results["networks"].items():
+        print(f"{name}: time_ratio_to_xgb_final {r['time_ratio_to_xgb_final']}, latency_ratio_equal_time "
+              f"{r['latency_ratio_equal_time']}, vs_pytorch {r['vs_pytorch']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
