@@ -138,10 +138,12 @@ def add_tune(sub):
         "Run it again with the same --out to resume from its tuning database. --workload tunes one "
         "operator instead.")
     what = u.add_mutually_exclusive_group(required=True)
-    what.add_argument("--network", type=network_name, help=f"a built-in network: {', '.join(NETWORK_NAMES)}")
-    what.add_argument("--onnx", metavar="MODEL.onnx", help="an ONNX model (with --input-shape for symbolic dimensions)")
+    what.add_argument("--network", type=network_name, help=f"a built-in network: {', '.join(NETWORK_NAMES)} "
+                      "(this, --onnx or --workload is required)")
+    what.add_argument("--onnx", metavar="MODEL.onnx", help="an ONNX model, with --input-shape for symbolic dimensions "
+                      "(this, --network or --workload is required)")
     what.add_argument("--workload", help="one operator, e.g. matmul:128,128,128 (a ms.testing.te_workload function "
-                      "and its arguments)")
+                      "and its arguments; this, --network or --onnx is required)")
     u.add_argument("--input-shape", metavar="NAME:D1,D2,...",
                    help=with_default("static shapes of the ONNX model's inputs, ';' between inputs", "the file's own"))
     u.add_argument("--minutes", type=minutes, default=None,

@@ -52,6 +52,25 @@ def _quiet():
         yield
 
 
+@contextlib.contextmanager
+def native_output_to(log_path: Path):
+    """Sends what TVM's C++ side writes to stderr (its warnings) to log_path for the duration;
+    yields a stream on the real stderr for the progress line."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(log_path, "a") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            with os.fdopen(os.dup(saved), "w", buffering=1) as real_stderr:
+                yield real_stderr
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def _resume(db, contexts, model) -> tuple[list[float], int]:
     """Best seconds per task already in the database and its record count; the records are fed to
     the cost model as if measured now."""
@@ -68,6 +87,12 @@ def _resume(db, contexts, model) -> tuple[list[float], int]:
         results = [ms.runner.RunnerResult(run_secs=list(r.run_secs), error_msg=None) for r in records]
         model.update(ctx, [r.as_measure_candidate() for r in records], results)
     return best, count
+
+
+def _say(stream, text: str) -> None:
+    import sys
+
+    print(text, file=stream or sys.stderr, flush=True)
 
 
 def time_calls(fn, repeats: int = 20, max_seconds: float = 20.0) -> dict:
@@ -139,7 +164,7 @@ def end_to_end(network: Network, library: Path, target, threads: int) -> dict:
 
 def tune_network(network: Network, out_dir, minutes: float | None = None, trials: int | None = None,
                  cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
-                 key: str | None = None, trials_per_iter: int = 32, seed: int = 0, mlp_data=None,
+                 key: str | None = None, trials_per_iter: int = 16, seed: int = 0, mlp_data=None,
                  explore: float | None = None, measure: bool = True, stream=None, label: str | None = None) -> dict:
     """Tunes every task of `network` within the budget (minutes and/or trials, at least one), writes
     out_dir/{db, logs, network.so, report.json} and returns the report."""
@@ -169,25 +194,28 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     db = ms.database.JSONDatabase(work_dir=str(out_dir / "db"))
     model = make_cost_model(cost_model, model_path, mlp_data, explore)
     prior_best, prior_records = _resume(db, contexts, model)
-    start = time.perf_counter()
-    progress = TuningProgress(weights, [c.task_name for c in contexts], start, minutes, trials, prior_best,
-                              stream=stream, label=label or cost_model)
-    scheduler = DeadlineScheduler(progress, start + minutes * 60 if minutes else None, seed=seed)
+    budget = " and ".join(([f"{minutes:g} min"] if minutes else []) + ([f"{trials} trials"] if trials else []))
+    _say(stream, f"{network.name}: {len(contexts)} tasks; tuning with {cost_model} for {budget}"
+         + (f", resuming from {prior_records} measured programs" if prior_records else ""))
     builder = make_builder(max_workers=threads)
     runner = make_runner(tracker_host=tracker[0] if tracker else None,
                          tracker_port=tracker[1] if tracker else None, tracker_key=key)
     try:
-        with _quiet():
+        with _quiet(), native_output_to(out_dir / "logs" / "stderr.log") as real_stderr:
+            start = time.perf_counter()
+            progress = TuningProgress(weights, [c.task_name for c in contexts], start, minutes, trials, prior_best,
+                                      stream=stream or real_stderr, label=label or cost_model)
+            scheduler = DeadlineScheduler(progress, start + minutes * 60 if minutes else None, seed=seed)
             ms.tune.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out_dir),
                                max_trials_global=trials or NO_TRIAL_LIMIT, num_trials_per_iter=trials_per_iter,
                                builder=builder, runner=runner, database=db, cost_model=model,
                                measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"), progress],
                                task_scheduler=scheduler)
+            seconds = time.perf_counter() - start
+            progress.show(final=True)
     finally:
         if hasattr(builder, "shutdown"):
             builder.shutdown()
-    seconds = time.perf_counter() - start
-    progress.show(final=True)
     estimate, with_result = progress.estimate()
     report = {
         "network": network.name, "cost_model": cost_model, "target": str(target), "threads": threads,
@@ -202,6 +230,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     if hasattr(model, "stats"):
         report["cost_model_stats"] = model.stats
     if measure:
+        _say(stream, f"{network.name}: compiling, exporting and timing end to end")
         library = export(network, db, target, out_dir / LIBRARY)
         report["library"] = str(library)
         report["end_to_end"] = end_to_end(network, library, target, threads)

@@ -1,12 +1,14 @@
 """Sharing one tuning budget, in trials and in wall-clock time, among all tasks of a network.
 
 `TuningProgress` is a MetaSchedule measure callback: it records every measured batch (when, which
-task, best latency so far) and shows one progress line. `DeadlineScheduler` is a MetaSchedule task
-scheduler that picks the next task the way MetaSchedule's gradient-based scheduler does (a round
-over all tasks, then the task whose weighted latency is expected to drop most: a blend of its
-recent improvement per batch and its best latency over the batches spent on it), waits for each
-batch's measurement before the next search and build (on a small machine they would disturb it),
-and ends the session once the deadline passes; nothing measured is lost. The trial budget is MetaSchedule's own `max_trials_global`.
+task, best latency so far) and shows one progress line. `DeadlineScheduler` is a MetaSchedule
+task scheduler that picks tasks the way MetaSchedule's gradient-based scheduler does: one batch
+of every task first (heaviest first, weight x FLOPs, so that a short budget leaves only light
+tasks untuned), then the task whose weighted latency is expected to drop most, a blend of its
+recent improvement per batch and its best latency over the batches spent on it. It waits for each
+batch's measurement before the next search and build (on a small machine they would disturb it)
+and ends the session once the deadline passes; nothing measured is lost. The trial budget is
+MetaSchedule's own `max_trials_global`.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class TuningProgress(ms.measure_callback.PyMeasureCallback):
         self.events: list[dict] = []  # one per batch: seconds, task, size, estimate
         self.stream = stream if stream is not None else sys.stderr
         self.every_s, self.label = every_s, label
-        self._last_print = -math.inf
+        self._last_print, self._last_line = -math.inf, ""
 
     def estimate(self) -> tuple[float, int]:
         """(sum of weight x best latency over the tasks that have one, how many tasks have one)."""
@@ -88,10 +90,12 @@ class TuningProgress(ms.measure_callback.PyMeasureCallback):
         if tty:
             self.stream.write("\r" + self.line().ljust(100) + ("\n" if final else ""))
             self.stream.flush()
-        elif final or now - self._last_print >= self.every_s:
-            self.stream.write(self.line() + "\n")
-            self.stream.flush()
-            self._last_print = now
+        else:
+            line = self.line()
+            if (final and line != self._last_line) or now - self._last_print >= self.every_s:
+                self.stream.write(line + "\n")
+                self.stream.flush()
+                self._last_print, self._last_line = now, line
 
 
 @derived_object
@@ -106,6 +110,7 @@ class DeadlineScheduler(ms.task_scheduler.PyTaskScheduler):
         self.alpha, self.window = alpha, window
         self.rng = np.random.default_rng(seed)
         self.rounds = 0
+        self.first_round: list[int] = []
 
     def _priority(self, i: int) -> float:
         hist = self.progress.history[i]
@@ -127,9 +132,11 @@ class DeadlineScheduler(ms.task_scheduler.PyTaskScheduler):
             # one batch at a time: the next search and build must not run beside a measurement
             if not records[i].is_terminated and records[i].runner_futures is not None:
                 self.join_running_task(i)
-        if self.rounds < n:  # one batch of every task first
+        if self.rounds < n:  # one batch of every task first, heaviest first (weight x FLOPs)
+            if self.rounds == 0:
+                self.first_round = sorted(range(n), key=lambda i: -records[i].task_weight * records[i].flop)
             self.rounds += 1
-            return self.rounds - 1
+            return self.first_round[self.rounds - 1]
         alive = [i for i in range(n) if not records[i].is_terminated]
         if not alive:
             return -1
