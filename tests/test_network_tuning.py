@@ -68,6 +68,20 @@ def test_database_is_stock_and_a_second_run_resumes_it(tuned, tmp_path):
     assert again["estimated_s"] <= first["estimated_s"] * (1 + 1e-9)
 
 
+def test_a_resumed_run_measures_the_tasks_without_a_program_first(tmp_path):
+    from tcl.tvm.network_import import from_relax
+
+    net = from_torch(tiny_module(), (torch.randn(1, 32),), "tiny")
+    first = tune_network(net, tmp_path, trials=4, target=TARGET, trials_per_iter=4, measure=False)
+    assert [t["batches"] for t in first["tasks"]].count(0) == len(first["tasks"]) - 1
+    # the same network given as a Relax module: the same tasks, the same database keys
+    again = tune_network(from_relax(net.mod, net.inputs), tmp_path, trials=4, target=TARGET, trials_per_iter=4,
+                         measure=False)
+    assert again["resumed_records"] == 4
+    untouched = [i for i, t in enumerate(first["tasks"]) if t["batches"] == 0]
+    assert again["tasks"][untouched[0]]["batches"] == 1 and again["estimated_s"] is not None
+
+
 def test_minutes_budget_ends_the_session(tmp_path):
     net = from_torch(tiny_module(), (torch.randn(1, 32),), "tiny")
     report = tune_network(net, tmp_path, minutes=0.25, target=TARGET, trials_per_iter=4, measure=False)

@@ -3,11 +3,12 @@
 `TuningProgress` is a MetaSchedule measure callback: it records every measured batch (when, which
 task, best latency so far) and shows one progress line. `DeadlineScheduler` is a MetaSchedule
 task scheduler that picks tasks the way MetaSchedule's gradient-based scheduler does: one batch
-of every task first (heaviest first, weight x FLOPs, so that a short budget leaves only light
-tasks untuned), then the task whose weighted latency is expected to drop most, a blend of its
-recent improvement per batch and its best latency over the batches spent on it. It waits for each
-batch's measurement before the next search and build (on a small machine they would disturb it)
-and ends the session once the deadline passes; nothing measured is lost. The trial budget is
+of every task first, then the task whose weighted latency is expected to drop most (a blend of
+its recent improvement per batch and its best latency over the batches spent on it). The first
+round goes heaviest first (weight x FLOPs), and on a resumed database the tasks it has no program
+of go first, so a short budget leaves only light tasks untuned. It waits for each batch's
+measurement before the next search and build (on a small machine they would disturb it) and ends
+the session once the deadline passes; nothing measured is lost. The trial budget is
 MetaSchedule's own `max_trials_global`.
 """
 
@@ -134,7 +135,9 @@ class DeadlineScheduler(ms.task_scheduler.PyTaskScheduler):
                 self.join_running_task(i)
         if self.rounds < n:  # one batch of every task first, heaviest first (weight x FLOPs)
             if self.rounds == 0:
-                self.first_round = sorted(range(n), key=lambda i: -records[i].task_weight * records[i].flop)
+                # tasks a resumed database already has a program of come last
+                self.first_round = sorted(range(n), key=lambda i: (math.isfinite(self.progress.best[i]),
+                                                                   -records[i].task_weight * records[i].flop))
             self.rounds += 1
             return self.first_round[self.rounds - 1]
         alive = [i for i in range(n) if not records[i].is_terminated]
