@@ -22,7 +22,7 @@ SLOW = {
         "test_collecting_into_a_packed_dataset_restores_it", "test_resume_after_a_cut_line",
         "test_refuses_another_host_or_target", "test_host_identity_in_platform_json",
         "test_resume_after_kill_9", "test_collect_through_rpc_tracker", "test_pack_during_a_collection_loses_nothing",
-        "test_workers_share_the_runner_and_pin_measurement",
+        "test_workers_share_the_runner_and_pin_measurement", "test_killed_collector_leaves_no_workers",
     },
 }
 

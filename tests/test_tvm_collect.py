@@ -333,6 +333,37 @@ def test_pack_during_a_collection_loses_nothing(tmp_path):
     assert len(read(out).records) + len(read(out).failed) == 12
 
 
+def test_killed_collector_leaves_no_workers(tmp_path):
+    """SIGTERM ends `tcl collect --workers 2` and its worker processes at once, keeping what was written;
+    a worker whose collector is killed outright (SIGKILL) ends by itself."""
+    import signal
+
+    import psutil
+
+    records = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        out = tmp_path / sig.name
+        cmd = [sys.executable, "-m", "tcl.tvm.collect", "--network", "sweep", "--task-filter", "matmul", "--max-tasks", "2",
+               "--programs-per-task", "64", "--batch-size", "2", "--repeat", "1", "--num-cores", "1",
+               "--held-out", "none", "--workers", "2", "--out", str(out)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 240
+            while not any(p.stat().st_size for p in out.glob("*/database_tuning_record.json")):
+                assert proc.poll() is None and time.time() < deadline, "the collection did not start writing"
+                time.sleep(0.2)
+            children = psutil.Process(proc.pid).children()  # the two workers and multiprocessing's resource tracker
+            assert sum("spawn_main" in " ".join(c.cmdline()) for c in children) == 2
+            proc.send_signal(sig)
+            proc.wait(timeout=30)
+            _, alive = psutil.wait_procs(children, timeout=20)
+            assert not alive, f"{sig.name}: workers still running: {alive}"
+        finally:
+            proc.kill()
+        records.append(sum(len(p.read_bytes().splitlines()) for p in out.glob("*/database_tuning_record.json")))
+    assert all(n >= 1 for n in records)
+
+
 def test_one_collection_per_directory(tmp_path):
     from tcl.packing import dataset_lock
 

@@ -40,4 +40,7 @@ def main(argv=None) -> int:
     except (FormatError, MissingDependencyError, OSError) as e:  # OSError: unreadable paths
         print(f"tcl {args.command}: error: {escape_controls(str(e))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM where a command turns it into one
+        print(f"tcl {args.command}: interrupted", file=sys.stderr)
+        return 130
     return 0

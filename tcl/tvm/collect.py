@@ -21,6 +21,7 @@ import itertools
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -181,8 +182,22 @@ class _QueueProgress:
         self.queue.put(("progress", n, what))
 
 
-def _worker_main(job: dict, shard: list, queue, run_lock) -> None:
+def _exit_with(parent_pid: int, every_s: float = 2.0) -> None:
+    """Ends this process once `parent_pid` is no longer its parent (the collector was killed
+    without a chance to stop its workers), instead of searching on for nobody."""
+    import threading
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(every_s)
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-collector").start()
+
+
+def _worker_main(job: dict, shard: list, queue, run_lock, parent_pid: int) -> None:
     """One collecting process: rebuilds its tasks from their TIR text and works on them."""
+    _exit_with(parent_pid)
     handler = setup_log(Path(job["out_dir"]))
     try:
         import_cpu_tensor_intrin()
@@ -195,6 +210,10 @@ def _worker_main(job: dict, shard: list, queue, run_lock) -> None:
     finally:
         LOG.removeHandler(handler)
         handler.close()
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _work_in_processes(job: dict, todo: list, workers: int, progress: Progress) -> dict:
@@ -211,11 +230,15 @@ def _work_in_processes(job: dict, todo: list, workers: int, progress: Progress) 
         shards[i % workers].extend(entries)
     ctx = multiprocessing.get_context("spawn")
     queue, run_lock = ctx.Queue(), ctx.Lock()
-    procs = [ctx.Process(target=_worker_main, args=(job, shard, queue, run_lock), daemon=True)
+    procs = [ctx.Process(target=_worker_main, args=(job, shard, queue, run_lock, os.getpid()), daemon=True)
              for shard in shards if shard]
     for p in procs:
         p.start()
     stats, errors, done = {"measured": 0, "failed": 0, "seconds": 0.0}, [], 0
+    # SIGTERM (kill, a job scheduler) ends the collector like Ctrl-C: through `finally`, which stops
+    # the workers; every record written so far stays
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    interrupted = True
     try:
         while done < len(procs):
             try:
@@ -233,11 +256,15 @@ def _work_in_processes(job: dict, todo: list, workers: int, progress: Progress) 
                     stats = {k: stats[k] + payload[0][k] for k in stats}
                 else:
                     errors.append(payload[0])
+        interrupted = False
     finally:
+        signal.signal(signal.SIGTERM, previous)
         for p in procs:
+            if interrupted:
+                p.terminate()
             p.join(timeout=60)
             if p.is_alive():
-                p.terminate()
+                p.kill()
     if errors:
         raise CollectError("collecting failed in a worker process: " + "; ".join(errors))
     return stats
@@ -288,6 +315,9 @@ def main(argv=None) -> int:
     except CollectError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted; run the same command again to continue", file=sys.stderr)
+        return 130
     return 0
 
 
