@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from tcl.atomic import save_figure, write_json
+from tcl.tvm.network_tuning import TRIALS_PER_ITER
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "network_tuning.json"
@@ -174,7 +175,8 @@ def main(argv=None) -> int:
     p.add_argument("--one-seed", default="mlp,random", help="cost models run at seed 0 only (default: %(default)s)")
     p.add_argument("--cost-models", default="tcl,xgb", help="cost models run at every seed (default: %(default)s)")
     p.add_argument("--target", default=None, help="TVM target (default: this CPU, all cores)")
-    p.add_argument("--trials-per-iter", type=int, default=32, help="programs per measured batch (default: %(default)s)")
+    p.add_argument("--trials-per-iter", type=int, default=TRIALS_PER_ITER,
+                   help="programs per measured batch (default: %(default)s, as tcl tune)")
     p.add_argument("--work", default=os.path.expanduser("~/.cache/tcl/bench-network-tuning"),
                    help="where runs are kept and reused (default: %(default)s)")
     p.add_argument("--out", default=str(RESULT), help="summary JSON (default: bench/results/network_tuning.json)")

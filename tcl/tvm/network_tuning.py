@@ -31,6 +31,7 @@ from .task_scheduler import DeadlineScheduler, TuningProgress
 from .tune import make_cost_model
 
 LIBRARY = "network.so"
+TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the scheduler move between tasks often
 NO_TRIAL_LIMIT = 1 << 30  # MetaSchedule needs a trial budget; with --minutes alone this one never binds
 
 
@@ -164,7 +165,7 @@ def end_to_end(network: Network, library: Path, target, threads: int) -> dict:
 
 def tune_network(network: Network, out_dir, minutes: float | None = None, trials: int | None = None,
                  cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
-                 key: str | None = None, trials_per_iter: int = 16, seed: int = 0, mlp_data=None,
+                 key: str | None = None, trials_per_iter: int = TRIALS_PER_ITER, seed: int = 0, mlp_data=None,
                  explore: float | None = None, measure: bool = True, stream=None, label: str | None = None) -> dict:
     """Tunes every task of `network` within the budget (minutes and/or trials, at least one), writes
     out_dir/{db, logs, network.so, report.json} and returns the report."""
