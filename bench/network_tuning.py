@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from tcl.atomic import save_figure, write_json
-from tcl.tvm.network_tuning import TRIALS_PER_ITER
+from tcl.tvm.network_tuning import SEARCH, TRIALS_PER_ITER
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "network_tuning.json"
@@ -69,6 +69,18 @@ def records_by(events: list[dict], seconds: float) -> int:
     return int(sum(e["size"] for e in events if e["seconds"] <= seconds))
 
 
+def search_setting(text: str) -> tuple[str, dict]:
+    """`MODEL:KEY=VALUE,...` -> (model, EvolutionarySearch keyword arguments)."""
+    kind, sep, pairs = text.partition(":")
+    try:
+        if not sep or not kind:
+            raise ValueError
+        kv = dict(pair.split("=", 1) for pair in pairs.split(","))
+        return kind, {k: int(v) if v.lstrip("-").isdigit() else float(v) for k, v in kv.items()}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MODEL:KEY=VALUE,..., e.g. xgb:population_size=256, got {text!r}")
+
+
 def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
     """One tuning run at the largest budget (reused if already done with these settings), with the
     end-to-end seconds at each budget."""
@@ -79,6 +91,7 @@ def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
     out = work / network_name / kind / f"seed{seed}"
     settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
                 "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter}
+    settings["search"] = args.search.get(kind, SEARCH)
     done = out / "bench_run.json"
     if done.exists():
         run = json.loads(done.read_text())
@@ -87,7 +100,8 @@ def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
             return run
     network = from_builtin(network_name)
     report = tune_network(network, out, minutes=args.minutes, cost_model=kind, target=args.target, seed=seed,
-                          trials_per_iter=args.trials_per_iter, measure=False, label=f"{network_name} {kind} s{seed}")
+                          trials_per_iter=args.trials_per_iter, search=settings["search"], measure=False,
+                          label=f"{network_name} {kind} s{seed}")
     import tvm
     from tvm.s_tir import meta_schedule as ms
     from tcl.tvm.builder import default_target
@@ -159,6 +173,9 @@ def plot(results: dict, path: Path) -> None:
         ax.set_xlabel("tuning wall time (min)")
         ax.set_ylabel("estimated network latency (ms)")
         ax.set_yscale("log")
+        plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")  # 40, not 4x10^1
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
         ax.legend(title="cost model")
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
@@ -177,19 +194,25 @@ def main(argv=None) -> int:
     p.add_argument("--target", default=None, help="TVM target (default: this CPU, all cores)")
     p.add_argument("--trials-per-iter", type=int, default=TRIALS_PER_ITER,
                    help="programs per measured batch (default: %(default)s, as tcl tune)")
+    p.add_argument("--search", action="append", default=[], type=search_setting, metavar="MODEL:KEY=VALUE,...",
+                   help="EvolutionarySearch settings of one cost model's runs, e.g. "
+                        "xgb:population_size=512,genetic_num_iters=4 (TVM's default; default: as tcl tune)")
     p.add_argument("--work", default=os.path.expanduser("~/.cache/tcl/bench-network-tuning"),
                    help="where runs are kept and reused (default: %(default)s)")
     p.add_argument("--out", default=str(RESULT), help="summary JSON (default: bench/results/network_tuning.json)")
     args = p.parse_args(argv)
     args.budgets = sorted({float(b) for b in args.budgets.split(",")}) if args.budgets else \
         [args.minutes / 4, args.minutes / 2, args.minutes]
+    args.search = dict(args.search)
     if max(args.budgets) != args.minutes:
         p.error("the largest of --budgets must equal --minutes")
     plan = [(k, s) for k in args.cost_models.split(",") if k for s in range(args.seeds)] + \
         [(k, 0) for k in args.one_seed.split(",") if k]
     work = Path(args.work)
     results = {"settings": {"minutes": args.minutes, "budgets": args.budgets, "seeds": args.seeds,
-                            "target": args.target, "trials_per_iter": args.trials_per_iter}, "networks": {}}
+                            "target": args.target, "trials_per_iter": args.trials_per_iter,
+                            "search": {k: args.search.get(k, SEARCH) for k, _ in plan}},
+               "networks": {}}
     for name in [n for n in args.networks.split(",") if n]:
         runs: dict[str, dict[str, dict]] = {}
         for kind, seed in plan:

@@ -34,6 +34,12 @@ def check_writable(path: str | os.PathLike) -> Path:
     return path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yields a temporary path beside `path`; on normal exit it replaces `path`, on error it is removed.
@@ -41,6 +47,7 @@ def atomic_path(path: str | os.PathLike):
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part" + path.suffix, dir=path.parent or ".")
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would make every output private
     try:
         yield Path(tmp)
         os.replace(tmp, path)

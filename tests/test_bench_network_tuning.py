@@ -58,3 +58,14 @@ def test_database_prefix_keeps_the_first_records_in_measuring_order():
     assert len(got) == 3
     want = sorted(str(r.trace) for r in all_records[:3])
     assert sorted(str(r.trace) for r in got) == want
+
+
+def test_search_setting_parses_one_cost_models_settings():
+    import argparse
+
+    assert bench.search_setting("xgb:population_size=256,genetic_num_iters=2") == \
+        ("xgb", {"population_size": 256, "genetic_num_iters": 2})
+    assert bench.search_setting("tcl:genetic_mutate_prob=0.5") == ("tcl", {"genetic_mutate_prob": 0.5})
+    for bad in ("xgb", ":population_size=2", "xgb:population_size", "xgb:population_size=big"):
+        with pytest.raises(argparse.ArgumentTypeError, match="MODEL:KEY=VALUE"):
+            bench.search_setting(bad)

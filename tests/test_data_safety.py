@@ -36,6 +36,19 @@ def test_interrupted_write_keeps_the_old_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left
 
 
+def test_written_files_get_the_usual_permissions(tmp_path):
+    """A file written whole-or-nothing is readable by others as any other new file (umask), not
+    private as the temporary file it started as."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "r.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
+
+
 def test_two_featurize_runs_at_once_leave_a_readable_file(tmp_path):
     ds = _copy_fixture(tmp_path)
     out = tmp_path / "o.npz"

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 
 from tcl.tvm.network_import import from_onnx, from_torch, parse_shapes  # noqa: E402
-from tcl.tvm.network_tuning import load_library, outputs, run_library, tune_network  # noqa: E402
+from tcl.tvm.network_tuning import SEARCH, load_library, outputs, run_library, tune_network  # noqa: E402
 
 pytestmark = pytest.mark.slow
 TARGET = '{"kind": "llvm", "num-cores": 1}'
@@ -36,7 +36,7 @@ def tuned(tmp_path_factory):
 
 def test_tune_export_load_run_matches_untuned_and_pytorch(tuned):
     out, net, module, report = tuned
-    assert report["trials"] == 16
+    assert report["trials"] == 16 and report["search"] == SEARCH
     assert [t["name"] for t in report["tasks"]] and all(t["best_s"] > 0 for t in report["tasks"])
     assert report["estimated_s"] == pytest.approx(sum(t["weight"] * t["best_s"] for t in report["tasks"]))
     assert report["curve"] and report["curve"][-1][1] == pytest.approx(report["estimated_s"])
@@ -84,10 +84,14 @@ def test_a_resumed_run_measures_the_tasks_without_a_program_first(tmp_path):
 
 def test_minutes_budget_ends_the_session(tmp_path):
     net = from_torch(tiny_module(), (torch.randn(1, 32),), "tiny")
-    report = tune_network(net, tmp_path, minutes=0.25, target=TARGET, trials_per_iter=4, measure=False)
+    report = tune_network(net, tmp_path, minutes=0.25, target=TARGET, trials_per_iter=4, measure=False,
+                          search={"population_size": 32, "genetic_num_iters": 1})
     # the session stops at the first task choice after 15 s; what is running then is still measured
     assert 0 < report["trials"] and report["seconds"] < 15 + 90
     assert report["budget"] == {"minutes": 0.25, "trials": None}
+    # the search settings reach MetaSchedule's evolutionary search: one generation per batch
+    log = "".join(p.read_text() for p in (tmp_path / "logs").glob("*task_*.log"))
+    assert "Evolve iter #0" in log and "Evolve iter #1" not in log
 
 
 def test_onnx_file_through_the_cli(tmp_path, capfd):

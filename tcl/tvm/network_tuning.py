@@ -32,6 +32,10 @@ from .tune import make_cost_model
 
 LIBRARY = "network.so"
 TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the scheduler move between tasks often
+# EvolutionarySearch settings for every cost model: searching is most of a batch's wall time, and a
+# smaller search than TVM's default (population 512, 4 generations) buys more measured programs per
+# minute, which outweighs its poorer picks (docs/results.md#network_tuning).
+SEARCH = {"population_size": 256, "genetic_num_iters": 2}
 NO_TRIAL_LIMIT = 1 << 30  # MetaSchedule needs a trial budget; with --minutes alone this one never binds
 
 
@@ -166,9 +170,11 @@ def end_to_end(network: Network, library: Path, target, threads: int) -> dict:
 def tune_network(network: Network, out_dir, minutes: float | None = None, trials: int | None = None,
                  cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
                  key: str | None = None, trials_per_iter: int = TRIALS_PER_ITER, seed: int = 0, mlp_data=None,
-                 explore: float | None = None, measure: bool = True, stream=None, label: str | None = None) -> dict:
+                 explore: float | None = None, search: dict | None = None, measure: bool = True, stream=None,
+                 label: str | None = None) -> dict:
     """Tunes every task of `network` within the budget (minutes and/or trials, at least one), writes
-    out_dir/{db, logs, network.so, report.json} and returns the report."""
+    out_dir/{db, logs, network.so, report.json} and returns the report. `search`: keyword arguments
+    of MetaSchedule's EvolutionarySearch (population_size, genetic_num_iters, ...); default SEARCH."""
     from .collect_session import check_rpc
     from .targets import parse_target
 
@@ -180,6 +186,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         raise ValueError(f"trials must be >= 1, got {trials}")
     target = parse_target(target) if target is not None else default_target()
     threads = int(target.attrs.get("num-cores", 1))
+    search = SEARCH if search is None else search
     tracker = check_rpc(rpc, key)
     import_cpu_tensor_intrin()
     out_dir = Path(out_dir)
@@ -190,7 +197,8 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         raise ValueError(f"{network.name}: no tunable tasks (nothing MetaSchedule can schedule)")
     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)  # console level of its loggers
     contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-        extracted, str(out_dir), num_threads=threads, seed=seed)
+        extracted, str(out_dir), strategy=ms.search_strategy.EvolutionarySearch(**search),
+        num_threads=threads, seed=seed)
     quiet_tvm_console()
     db = ms.database.JSONDatabase(work_dir=str(out_dir / "db"))
     model = make_cost_model(cost_model, model_path, mlp_data, explore)
@@ -220,7 +228,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     estimate, with_result = progress.estimate()
     report = {
         "network": network.name, "cost_model": cost_model, "target": str(target), "threads": threads,
-        "budget": {"minutes": minutes, "trials": trials}, "seconds": seconds, "trials": progress.trials,
+        "budget": {"minutes": minutes, "trials": trials}, "search": search, "seconds": seconds, "trials": progress.trials,
         "resumed_records": prior_records,
         "tasks": [{"name": c.task_name, "weight": float(w), "best_s": b if math.isfinite(b) else None,
                    "batches": len(h)} for c, w, b, h in zip(contexts, weights, progress.best, progress.history)],
@@ -260,6 +268,9 @@ def plot(reports: dict[str, dict], path) -> None:
     ax.set_title(f"{name}: sum over tasks of weight x best measured latency")
     if ax.lines:
         ax.set_yscale("log")
+        plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")  # 40, not 4x10^1
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
         ax.legend(title="cost model")
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
