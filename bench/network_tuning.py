@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from tcl.atomic import save_figure, write_json
-from tcl.tvm.network_tuning import SEARCH, TRIALS_PER_ITER
+from tcl.tvm.network_tuning import SEARCH, TRIALS_PER_ITER, log_latency_axis
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "network_tuning.json"
@@ -90,8 +90,8 @@ def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
 
     out = work / network_name / kind / f"seed{seed}"
     settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
-                "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter}
-    settings["search"] = args.search.get(kind, SEARCH)
+                "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter,
+                "search": args.search.get(kind, SEARCH)}
     done = out / "bench_run.json"
     if done.exists():
         run = json.loads(done.read_text())
@@ -172,10 +172,7 @@ def plot(results: dict, path: Path) -> None:
         ax.set_title(name)
         ax.set_xlabel("tuning wall time (min)")
         ax.set_ylabel("estimated network latency (ms)")
-        ax.set_yscale("log")
-        plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")  # 40, not 4x10^1
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
+        log_latency_axis(ax)
         ax.legend(title="cost model")
     fig.tight_layout()
     save_figure(fig, path, dpi=110)

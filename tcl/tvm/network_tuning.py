@@ -228,7 +228,8 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     estimate, with_result = progress.estimate()
     report = {
         "network": network.name, "cost_model": cost_model, "target": str(target), "threads": threads,
-        "budget": {"minutes": minutes, "trials": trials}, "search": search, "seconds": seconds, "trials": progress.trials,
+        "budget": {"minutes": minutes, "trials": trials}, "search": search, "seconds": seconds,
+        "trials": progress.trials,
         "resumed_records": prior_records,
         "tasks": [{"name": c.task_name, "weight": float(w), "best_s": b if math.isfinite(b) else None,
                    "batches": len(h)} for c, w, b, h in zip(contexts, weights, progress.best, progress.history)],
@@ -245,6 +246,16 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         report["end_to_end"] = end_to_end(network, library, target, threads)
     write_json(out_dir / "report.json", report)
     return report
+
+
+def log_latency_axis(ax) -> None:
+    """A log y axis labelled in plain numbers (40, not 4x10^1)."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
 
 
 def plot(reports: dict[str, dict], path) -> None:
@@ -267,10 +278,7 @@ def plot(reports: dict[str, dict], path) -> None:
     name = next(iter(reports.values()))["network"] if reports else ""
     ax.set_title(f"{name}: sum over tasks of weight x best measured latency")
     if ax.lines:
-        ax.set_yscale("log")
-        plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")  # 40, not 4x10^1
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
+        log_latency_axis(ax)
         ax.legend(title="cost model")
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
