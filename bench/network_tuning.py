@@ -84,6 +84,7 @@ def search_setting(text: str) -> tuple[str, dict]:
 def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
     """One tuning run at the largest budget (reused if already done with these settings), with the
     end-to-end seconds at each budget."""
+    from tcl.runtime import model_sha256
     from tcl.tvm.hardware import detect_host, platform_name
     from tcl.tvm.network_import import from_builtin
     from tcl.tvm.network_tuning import compile_network, end_to_end, run_library, time_calls, tune_network
@@ -92,6 +93,8 @@ def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
     settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
                 "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter,
                 "search": args.search.get(kind, SEARCH)}
+    if kind == "tcl":  # a run of another shipped model is not reused
+        settings["model_sha256"] = model_sha256()
     done = out / "bench_run.json"
     if done.exists():
         run = json.loads(done.read_text())

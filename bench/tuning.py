@@ -94,15 +94,6 @@ SAME_RUN = ("max_tasks", "trials_per_iter")
 SAME_TCL_RUN = SAME_RUN + ("model", "model_sha256", "explore")
 
 
-def model_sha256(path) -> str:
-    """Identifies the TCL model the runs used (the shipped default when none is given)."""
-    import hashlib
-
-    from tcl.runtime import default_onnx_path
-
-    return hashlib.sha256(Path(path or default_onnx_path()).read_bytes()).hexdigest()
-
-
 def stored_runs(out: Path, args) -> dict:
     """Runs of earlier invocations with the same settings, {(case, cost model, seed): run}, from the
     full results and the crash-recovery file, so that seeds accumulate across invocations and a run
@@ -161,6 +152,8 @@ def main(argv=None):
                    help="tune every run again (default: reuse stored runs with the same settings)")
     args = p.parse_args(argv)
     args.budgets = sorted(int(b) for b in args.budgets.split(","))
+    from tcl.runtime import model_sha256
+
     args.model_sha256 = model_sha256(args.model)
     if args.explore is None:
         from tcl.tvm.search_cost_model import DEFAULT_EXPLORE

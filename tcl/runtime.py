@@ -55,6 +55,13 @@ def default_onnx_path() -> Path:
     return DEFAULT_ONNX
 
 
+def model_sha256(path=None) -> str:
+    """SHA-256 of an exported model file (default: the shipped one): which model a stored run used."""
+    import hashlib
+
+    return hashlib.sha256(Path(path or default_onnx_path()).read_bytes()).hexdigest()
+
+
 class Scorer:
     """score(seq, length, workload[, hardware]) -> float64 scores, higher = predicted faster."""
 

@@ -385,3 +385,19 @@ def test_export_checks_its_platform_file(tmp_path, checkpoint, capsys):
         err = capsys.readouterr().err
         assert err.startswith("tcl export: error: ") and f"{platform}: " in err and err.count("\n") == 1
     assert not (tmp_path / "m.onnx").exists()
+
+
+@pytest.mark.parametrize("command", [["tune", "--network", "resnet18"], ["collect", "--network", "resnet18"]])
+def test_platform_info_must_be_a_json_object(tmp_path, command, capsys):
+    info = tmp_path / "device.json"
+    for content in (b"[1, 2]", b"{", b"\xff", b"[" * 10000):
+        info.write_bytes(content)
+        with pytest.raises(SystemExit) as stop:
+            main([*command, "--platform-info", str(info), "--out", str(tmp_path / "out")])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert f"error: argument --platform-info: {info}: " in err
+    with pytest.raises(SystemExit):
+        main([*command, "--platform-info", str(tmp_path / "missing.json")])
+    assert "missing.json" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

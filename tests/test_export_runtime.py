@@ -78,7 +78,7 @@ def test_shipped_onnx_matches_shipped_checkpoint():
     seq, length, workload = real_features()
     hw = np.broadcast_to(scorer.hardware, (len(length), HARDWARE_DIM))
     np.testing.assert_allclose(scorer.score(seq, length, workload), torch_scores(model, seq, length, workload, hw),
-                               atol=1e-5, rtol=0)
+                               atol=1e-5, rtol=1e-5)  # float32 sums in another order: relative error near 1e-6
 
 
 def test_scorer_feeds_full_sequences_to_a_fixed_length_model(exported_model, tmp_path):

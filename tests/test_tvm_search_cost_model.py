@@ -44,6 +44,49 @@ def test_tune_tir_with_tcl_cost_model(exported_model, tmp_path):
     np.testing.assert_allclose(res2.coef, res.coef)
 
 
+def test_scores_read_the_descriptor_of_the_tuned_platform(exported_model):
+    """CostModel(platform=P) scores each candidate as the ONNX model does under P's hardware
+    descriptor; without P, under the platform the model was exported with."""
+    from tvm import te
+
+    from tcl.features import featurize_traces
+    from tcl.hardware import hardware_vector
+    from tcl.runtime import Scorer
+
+    _, path, exported_platform = exported_model
+    mod = tvm.IRModule({"main": te.create_prim_func(te_workload.matmul(64, 64, 64))})
+    ctx = ms.TuneContext(mod=mod, target=default_target(num_cores=2), space_generator="post-order-apply",
+                         rand_state=0)
+    args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
+    candidates = [ms.MeasureCandidate(s, args_info) for s in ctx.generate_design_space()]
+    seq, length, workload = featurize_traces([str(c.sch.trace) for c in candidates])
+    scorer = Scorer(path)
+
+    def scored_under(platform):
+        hw = np.repeat(hardware_vector(platform)[None], len(candidates), 0)
+        return scorer.score(seq, length, workload, hw)
+
+    other = {**exported_platform, "cores": 1, "vector_bits": 256, "l2_kb": 2048}
+    got_default = CostModel(path, adapt=False).predict(ctx, candidates)
+    got_other = CostModel(path, adapt=False, platform=other).predict(ctx, candidates)
+    np.testing.assert_allclose(got_default, scored_under(exported_platform), rtol=1e-6)
+    np.testing.assert_allclose(got_other, scored_under(other), rtol=1e-6)
+    assert not np.allclose(got_default, got_other)
+
+
+def test_tuned_platform_is_this_host_or_the_rpc_devices():
+    from tcl.tvm.hardware import detect_host
+    from tcl.tvm.tune import tuned_platform
+
+    target = default_target(num_cores=1)
+    here = tuned_platform(target, None, None)
+    assert here["cores"] == 1 and here["host_detected"] and here["cpu_model"] == detect_host()["cpu_model"]
+    device = {"cpu_model": "a device", "host_cores": 4, "l2_kb": 512}
+    there = tuned_platform(target, ("127.0.0.1", 9190), device)
+    assert there["cpu_model"] == "a device" and there["l2_kb"] == 512 and not there["host_detected"]
+    assert tuned_platform(target, ("127.0.0.1", 9190), None) is None  # the model's own platform
+
+
 def test_exploration_bonus_is_the_ridge_predictive_spread():
     """spread(x) = sqrt(x1^T (X1^T X1 + alpha I)^-1 x1), x1 = [x, 1]: small near what was measured."""
     from tcl.tvm.search_cost_model import _TaskResidual

@@ -36,6 +36,20 @@ def fraction(text: str) -> float:
     return value
 
 
+def json_object_file(path: str) -> dict:
+    """An argparse type: a file holding one JSON object (e.g. --platform-info), read."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise argparse.ArgumentTypeError(f"{path}: {e}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
 def names(text: str) -> list[str]:
     """An argparse type: one name or a comma-separated list of them."""
     out = [x.strip() for x in text.split(",") if x.strip()]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import FormatError, MissingDependencyError
 from ..tvm.catalog import NETWORK_NAMES
-from .options import add_seed, positive, with_default
+from .options import add_seed, json_object_file, positive, with_default
 
 COST_MODELS = ("tcl", "xgb", "mlp", "random")
 
@@ -87,7 +87,7 @@ def run_tune(args):
         for kind in kinds:
             r = tune(out / kind, workload=args.workload, trials=args.trials or DEFAULT_WORKLOAD_TRIALS,
                      cost_model=kind, model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
-                     seed=args.seed, mlp_data=args.mlp_data, explore=args.explore)
+                     seed=args.seed, mlp_data=args.mlp_data, explore=args.explore, platform_info=args.platform_info)
             print(f"{args.workload}: tuned with {kind} in {r['seconds']:.0f} s, best {r['weighted_best_s'] * 1e3:.4f} ms "
                   f"(report: {out / kind / 'report.json'})")
         return
@@ -103,7 +103,7 @@ def run_tune(args):
         reports[kind] = tune_network(network, out / kind, minutes=budget, trials=args.trials, cost_model=kind,
                                      model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
                                      seed=args.seed, mlp_data=args.mlp_data, explore=args.explore,
-                                     measure=not args.no_end_to_end)
+                                     measure=not args.no_end_to_end, platform_info=args.platform_info)
     write_json(out / "report.json", {"network": network.name, "runs": reports})
     plot(reports, out / "report.png")
     print_summary(reports, out, network)
@@ -168,6 +168,10 @@ def add_tune(sub):
     u.add_argument("--rpc", default=None, metavar="HOST:PORT",
                    help=with_default("measure through this TVM RPC tracker", "on this machine"))
     u.add_argument("--key", default=None, help=with_default("RPC device key (with --rpc)", "none"))
+    u.add_argument("--platform-info", type=json_object_file, default=None, metavar="JSON",
+                   help=with_default("with --rpc: the device's hardware as `python tcl/tvm/hardware.py` prints it "
+                                     "there; TCL's model reads its descriptor",
+                                     "this host's; with --rpc, the platform the model was exported with"))
     u.add_argument("--out", default="tune-out", help=with_default("output directory"))
     add_seed(u, "the search")
     u.add_argument("--no-end-to-end", action="store_true",

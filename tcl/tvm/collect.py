@@ -286,7 +286,7 @@ def _cpu_list(text: str | None) -> list[int] | None:
 def run_collect(args: argparse.Namespace) -> dict:
     custom = args.target or args.num_cores or args.mcpu
     target = parse_target(args.target, args.num_cores, args.mcpu) if custom else None
-    info = json.loads(Path(args.platform_info).read_text()) if args.platform_info else None
+    info = args.platform_info
     if args.out is None:
         args.out = str(Path("datasets") / platform_descriptor(parse_target(target), host=info)["name"])
     if args.programs_from:

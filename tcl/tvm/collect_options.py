@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..cli.options import json_object_file
 from .catalog import HELD_OUT, NETWORK_NAMES, SWEEP
 
 
@@ -21,7 +22,7 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser
     p.add_argument("--rpc", default=None, metavar="HOST:PORT",
                    help="measure through this TVM RPC tracker (default: on this machine)")
     p.add_argument("--key", default=None, help="RPC device key (required with --rpc)")
-    p.add_argument("--platform-info", default=None,
+    p.add_argument("--platform-info", type=json_object_file, default=None, metavar="JSON",
                    help="JSON from `python tcl/tvm/hardware.py` run on the RPC device (default: this host's)")
     p.add_argument("--max-minutes", type=float, default=None,
                    help="stop (resumably) after this long (default: run until done)")

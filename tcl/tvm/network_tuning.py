@@ -28,7 +28,7 @@ from .builder import default_target, import_cpu_tensor_intrin, make_builder, mak
 from .network_import import Network
 from .networks import extract_tasks
 from .task_scheduler import DeadlineScheduler, TuningProgress
-from .tune import make_cost_model
+from .tune import make_cost_model, tuned_platform
 
 LIBRARY = "network.so"
 TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the scheduler move between tasks often
@@ -171,10 +171,11 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
                  cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
                  key: str | None = None, trials_per_iter: int = TRIALS_PER_ITER, seed: int = 0, mlp_data=None,
                  explore: float | None = None, search: dict | None = None, measure: bool = True, stream=None,
-                 label: str | None = None) -> dict:
+                 label: str | None = None, platform_info: dict | None = None) -> dict:
     """Tunes every task of `network` within the budget (minutes and/or trials, at least one), writes
     out_dir/{db, logs, network.so, report.json} and returns the report. `search`: keyword arguments
-    of MetaSchedule's EvolutionarySearch (population_size, genetic_num_iters, ...); default SEARCH."""
+    of MetaSchedule's EvolutionarySearch (population_size, genetic_num_iters, ...); default SEARCH.
+    platform_info: an RPC device's hardware (tcl.tvm.tune.tuned_platform)."""
     from .collect_session import check_rpc
     from .targets import parse_target
 
@@ -201,7 +202,8 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         num_threads=threads, seed=seed)
     quiet_tvm_console()
     db = ms.database.JSONDatabase(work_dir=str(out_dir / "db"))
-    model = make_cost_model(cost_model, model_path, mlp_data, explore)
+    platform = tuned_platform(target, tracker, platform_info)
+    model = make_cost_model(cost_model, model_path, mlp_data, explore, platform)
     prior_best, prior_records = _resume(db, contexts, model)
     budget = " and ".join(([f"{minutes:g} min"] if minutes else []) + ([f"{trials} trials"] if trials else []))
     _say(stream, f"{network.name}: {len(contexts)} tasks; tuning with {cost_model} for {budget}"
@@ -228,6 +230,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     estimate, with_result = progress.estimate()
     report = {
         "network": network.name, "cost_model": cost_model, "target": str(target), "threads": threads,
+        "platform": platform and platform["name"],
         "budget": {"minutes": minutes, "trials": trials}, "search": search, "seconds": seconds,
         "trials": progress.trials,
         "resumed_records": prior_records,

@@ -8,6 +8,10 @@ small ridge regression (closed form, cheap next to a measurement) from [model sc
 features] to the measured normalised throughput (best latency of the task so far / latency). It
 starts to count once a task has `min_samples` measurements and its weight grows with their number,
 so the pretrained ranking leads early and the run's own evidence later.
+
+platform: the platform.json of the hardware being tuned (tcl.tvm.hardware.platform_descriptor); the
+model reads its hardware descriptor, so one model trained on several platforms serves each of them.
+Without it, the platform the model was exported with.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from ..atomic import write_json
 from ..features import featurize_traces
+from ..hardware import hardware_vector
 from ..runtime import Scorer
 
 
@@ -77,13 +82,15 @@ class CostModel(ms.cost_model.PyCostModel):
     """A TCL cost model (exported ONNX file) inside MetaSchedule's search."""
 
     def __init__(self, model_path=None, threads: int = 1, adapt: bool = True, min_samples: int = 16,
-                 alpha: float = 1.0, ramp: int = 128, explore: float = DEFAULT_EXPLORE):
+                 alpha: float = 1.0, ramp: int = 128, explore: float = DEFAULT_EXPLORE,
+                 platform: dict | None = None):
         super().__init__()
         if model_path is None:
             from ..runtime import default_onnx_path
 
             model_path = default_onnx_path()
         self.scorer = Scorer(model_path, threads=threads)
+        self.hardware = hardware_vector(platform) if platform is not None else self.scorer.hardware
         self.adapt, self.min_samples, self.alpha, self.ramp = adapt, min_samples, alpha, ramp
         self.explore = explore
         self.tasks: dict[int, _TaskResidual] = {}
@@ -94,7 +101,8 @@ class CostModel(ms.cost_model.PyCostModel):
     def _features(self, candidates):
         texts = [str(c.sch.trace) for c in candidates]
         seq, length, workload = featurize_traces(texts)
-        score = self.scorer.score(seq, length, workload)
+        hardware = np.broadcast_to(self.hardware, (len(texts), len(self.hardware)))
+        score = self.scorer.score(seq, length, workload, hardware)
         return score, np.hstack([score[:, None], _pooled(seq, length), workload])
 
     @staticmethod

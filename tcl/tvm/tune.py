@@ -55,14 +55,16 @@ class TimedCostModel(ms.cost_model.PyCostModel):
 DEFAULT_MLP_DATA = Path(__file__).resolve().parents[2] / "datasets" / "znver4-2c"
 
 
-def make_cost_model(kind: str, model_path=None, mlp_data=None, explore: float | None = None):
+def make_cost_model(kind: str, model_path=None, mlp_data=None, explore: float | None = None,
+                    platform: dict | None = None):
     """kind: tcl (model_path: ONNX, default the shipped model; explore: its exploration weight, default
-    tcl.tvm.search_cost_model.DEFAULT_EXPLORE), xgb, mlp (pretrained on the dataset mlp_data, default the
+    tcl.tvm.search_cost_model.DEFAULT_EXPLORE; platform: the tuned hardware's platform.json, whose
+    descriptor the model reads), xgb, mlp (pretrained on the dataset mlp_data, default the
     checkout's datasets/znver4-2c) or random."""
     if kind == "tcl":
         from .search_cost_model import DEFAULT_EXPLORE, CostModel
 
-        return CostModel(model_path, explore=DEFAULT_EXPLORE if explore is None else explore)
+        return CostModel(model_path, explore=DEFAULT_EXPLORE if explore is None else explore, platform=platform)
     if kind == "xgb":
         return ms.cost_model.XGBModel(extractor=ms.feature_extractor.PerStoreFeature(), num_tuning_cores=1)
     if kind == "mlp":
@@ -75,6 +77,17 @@ def make_cost_model(kind: str, model_path=None, mlp_data=None, explore: float | 
     if kind == "random":
         return ms.cost_model.RandomModel()
     raise ValueError(f"unknown cost model {kind!r}; choose from {', '.join(COST_MODELS)}")
+
+
+def tuned_platform(target, tracker, platform_info: dict | None) -> dict | None:
+    """platform.json of the hardware programs run on: this host's, or with an RPC tracker the device's
+    as `python tcl/tvm/hardware.py` printed it there (platform_info); None when an RPC device's is not
+    given (the TCL model then reads the platform it was exported with)."""
+    from .hardware import platform_descriptor
+
+    if tracker and platform_info is None:
+        return None
+    return platform_descriptor(target, host=platform_info)
 
 
 def workload_task(spec: str) -> nets.Task:
@@ -107,7 +120,7 @@ def _curve(db_dir: Path, task: nets.Task) -> list[float]:
 def tune(out_dir, network: str | None = None, workload: str | None = None, trials: int = 64,
          cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
          key: str | None = None, max_tasks: int | None = 4, trials_per_iter: int = 16, seed: int = 0,
-         mlp_data=None, explore: float | None = None) -> dict:
+         mlp_data=None, explore: float | None = None, platform_info: dict | None = None) -> dict:
     """Tunes and writes out_dir/report.json (+ report.png); returns the report."""
     from .collect_session import check_rpc
     from .targets import parse_target
@@ -124,7 +137,8 @@ def tune(out_dir, network: str | None = None, workload: str | None = None, trial
     tasks = tasks[:max_tasks] if max_tasks else tasks
     (out_dir / "db").mkdir(exist_ok=True)
     db = ms.database.JSONDatabase(work_dir=str(out_dir / "db"))
-    model = TimedCostModel(make_cost_model(cost_model, model_path, mlp_data, explore))
+    model = TimedCostModel(make_cost_model(cost_model, model_path, mlp_data, explore,
+                                           tuned_platform(target, tracker, platform_info)))
     builder = make_builder(max_workers=2)
     runner = make_runner(repeat=3, tracker_host=tracker[0] if tracker else None,
                          tracker_port=tracker[1] if tracker else None, tracker_key=key)

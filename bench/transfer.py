@@ -1,0 +1,115 @@
+"""How the cost model ranks on each platform, and what it is worth on a physical host it never saw.
+
+Models, each scored on every platform's held-out tasks (task.json "split": "test") under that
+platform's own hardware descriptor:
+- `shipped`: the default model in the wheel (trained on every platform in datasets/, see
+  docs/training.md);
+- `without HOST`: the same recipe (`tcl train`'s defaults, --seeds) on every dataset except those of
+  one physical host, i.e. zero-shot transfer to that host. Hosts are told apart by platform.json's
+  vendor and CPU identity, so target settings of one host leave together;
+- any checkpoint given with `--checkpoint NAME=PATH` (e.g. an earlier default model).
+
+Columns: pooled Top-1 / Top-5 (tcl.metrics, weighted as published) and the mean Top-1 over the
+held-out tasks with at least --min-programs programs (a task of few programs is ranked right by
+luck). Writes bench/results/transfer.json {platform: {model: {"top1", "top5", "task_mean", ...}}};
+trained checkpoints are kept under --work and reused for the same datasets, seed and epochs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+from tcl.atomic import write_json  # noqa: E402
+from tcl.train_config import TrainConfig  # noqa: E402
+
+
+def host_of(dataset: Path) -> str:
+    """The physical host a dataset was measured on, as a readable key."""
+    p = json.loads((dataset / "platform.json").read_text())
+    ident = [p.get(k) for k in ("vendor", "cpu_family", "cpu_model_number", "cpu_model")]
+    return " ".join(str(v) for v in ident if v is not None) or dataset.name
+
+
+def scores(checkpoint, dataset: Path, min_programs: int, threads: int) -> dict:
+    from tcl.evaluate import evaluate
+
+    r = evaluate(checkpoint, [str(dataset)], threads=threads)
+    top1 = [t["top1"] for t in r["tasks"].values() if t["programs"] >= min_programs and t["top1"] is not None]
+    return {"top1": r["pooled"]["top1"], "top5": r["pooled"]["top5"],
+            "task_mean": sum(top1) / len(top1) if top1 else None, "tasks": len(top1)}
+
+
+def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: int) -> Path:
+    """A checkpoint of `tcl train DATASETS --seed S --epochs E` (reused when already made)."""
+    from tcl.train import fit
+
+    out = work / f"{'+'.join(d.name for d in datasets)}_e{epochs}_s{seed}.pt"
+    if out.exists():
+        print(f"  reusing {out}", file=sys.stderr)
+        return out
+    work.mkdir(parents=True, exist_ok=True)
+    fit([str(d) for d in datasets], str(out), TrainConfig(epochs=epochs, seed=seed, threads=threads), progress=True)
+    return out
+
+
+def named_checkpoint(text: str) -> tuple[str, Path]:
+    name, sep, path = text.partition("=")
+    if not sep or not name or not Path(path).is_file():
+        raise argparse.ArgumentTypeError(f"expected NAME=CHECKPOINT.pt of an existing file, got {text!r}")
+    return name, Path(path)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("datasets", nargs="*", type=Path, help="platform datasets (default: every datasets/*/)")
+    p.add_argument("--checkpoint", type=named_checkpoint, action="append", default=[], metavar="NAME=PATH",
+                   help="also score this checkpoint under NAME")
+    p.add_argument("--seeds", default="0", help="seeds of the leave-one-host-out models, comma separated")
+    p.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="training epochs")
+    p.add_argument("--min-programs", type=int, default=16, help="tasks in the task mean have this many programs")
+    p.add_argument("--threads", type=int, default=2, help="torch threads")
+    p.add_argument("--work", type=Path, default=Path.home() / ".cache" / "tcl" / "bench-transfer",
+                   help="where trained checkpoints are kept and reused")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "transfer.json")
+    args = p.parse_args(argv)
+    datasets = args.datasets or sorted(d for d in (ROOT / "datasets").iterdir() if (d / "platform.json").is_file())
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    hosts: dict[str, list[Path]] = {}
+    for d in datasets:
+        hosts.setdefault(host_of(d), []).append(d)
+
+    from tcl.evaluate import default_model_path
+
+    models: dict[str, list[Path]] = {"shipped": [default_model_path()]}
+    models.update({name: [path] for name, path in args.checkpoint})
+    for host, own in hosts.items():
+        if len(hosts) > 1:
+            rest = [d for d in datasets if d not in own]
+            name = f"without {'+'.join(d.name for d in own)}"
+            models[name] = [trained(rest, s, args.epochs, args.work, args.threads) for s in seeds]
+
+    results: dict = {}
+    for d in datasets:
+        for name, checkpoints in models.items():
+            runs = [scores(c, d, args.min_programs, args.threads) for c in checkpoints]
+            mean = {k: sum(r[k] for r in runs) / len(runs) if all(r[k] is not None for r in runs) else None
+                    for k in ("top1", "top5", "task_mean")}
+            results.setdefault(d.name, {})[name] = {**mean, "tasks": runs[0]["tasks"], "seeds": len(runs),
+                                                    "per_seed_top1": [r["top1"] for r in runs]}
+            m = results[d.name][name]
+            print(f"{d.name:24s} {name:40s} top1 {m['top1']:.3f} top5 {m['top5']:.3f} "
+                  f"task mean {m['task_mean']:.3f} ({m['tasks']} tasks)")
+    write_json(args.out, {"settings": {"seeds": seeds, "epochs": args.epochs, "min_programs": args.min_programs,
+                                       "hosts": {h: [d.name for d in own] for h, own in hosts.items()}},
+                          "platforms": results})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

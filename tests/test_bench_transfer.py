@@ -1,0 +1,58 @@
+"""bench/transfer.py: physical hosts are told apart by platform.json, each is left out in turn, and
+every model is scored on every platform's held-out tasks."""
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("bench_transfer", ROOT / "bench" / "transfer.py")
+transfer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(transfer)
+
+
+def _dataset(root: Path, name: str, platform: dict) -> Path:
+    d = root / name
+    shutil.copytree(ROOT / "tests" / "fixtures" / "ms", d, ignore=shutil.ignore_patterns("*.md", "*.py"))
+    for task, split in (("matmul_128", "train"), ("conv2d_1x16x14x14_32_3x3", "test")):
+        (d / task / "task.json").write_text(json.dumps({"name": task, "weights": {"net": 1}, "split": split}))
+    (d / "platform.json").write_text(json.dumps({"name": name, "cores": 2, **platform}))
+    return d
+
+
+def test_host_of_groups_target_settings_of_one_host(tmp_path):
+    amd = {"vendor": "AuthenticAMD", "cpu_model": "AMD EPYC"}
+    a = _dataset(tmp_path, "amd-2c", amd)
+    b = _dataset(tmp_path, "amd-1c-haswell", {**amd, "vector_bits": 256})
+    c = _dataset(tmp_path, "intel-1c", {"vendor": "GenuineIntel", "cpu_family": 6, "cpu_model_number": 167})
+    assert transfer.host_of(a) == transfer.host_of(b) != transfer.host_of(c)
+
+
+def test_named_checkpoint_wants_an_existing_file(tmp_path):
+    (tmp_path / "m.pt").write_bytes(b"x")
+    assert transfer.named_checkpoint(f"old={tmp_path / 'm.pt'}") == ("old", tmp_path / "m.pt")
+    for bad in ("old", f"={tmp_path / 'm.pt'}", f"old={tmp_path / 'missing.pt'}"):
+        with pytest.raises(Exception, match="NAME=CHECKPOINT"):
+            transfer.named_checkpoint(bad)
+
+
+@pytest.mark.slow
+def test_every_host_left_out_and_every_model_scored(tmp_path):
+    pytest.importorskip("torch")
+    a = _dataset(tmp_path, "amd-2c", {"vendor": "AuthenticAMD", "cpu_model": "AMD EPYC"})
+    c = _dataset(tmp_path, "intel-1c", {"vendor": "GenuineIntel", "cpu_family": 6, "cpu_model_number": 167})
+    out = tmp_path / "transfer.json"
+    args = [str(a), str(c), "--epochs", "1", "--min-programs", "2", "--threads", "1",
+            "--work", str(tmp_path / "work"), "--out", str(out)]
+    assert transfer.main(args) == 0
+    result = json.loads(out.read_text())
+    assert set(result["platforms"]) == {"amd-2c", "intel-1c"}
+    for cells in result["platforms"].values():
+        assert set(cells) == {"shipped", "without amd-2c", "without intel-1c"}
+        for cell in cells.values():
+            assert 0 <= cell["top1"] <= 1 and 0 <= cell["task_mean"] <= 1 and cell["tasks"] == 1
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["amd-2c_e1_s0.pt", "intel-1c_e1_s0.pt"]
+    assert transfer.main(args) == 0  # a second run reuses the trained checkpoints
