@@ -6,6 +6,7 @@ Needs torch and onnx (`pip install 'tcl-tune[export]'`)."""
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from pathlib import Path
 
@@ -52,10 +53,16 @@ def export_onnx(model, path, platform: dict | None = None, extra: dict | None = 
     batch = None if has_scan else torch.export.Dim("batch", min=1)
     dims = {n: {0: batch} if batch else {} for n in INPUT_NAMES}
     dims["seq"][1] = length
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the exporter's deprecation chatter
-        prog = torch.onnx.export(model, example_inputs(cfg, batch=EXPORT_BATCH), input_names=list(INPUT_NAMES),
-                                 output_names=["score"], dynamo=True, dynamic_shapes=dims)
+    registration = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = registration.level
+    registration.setLevel(logging.ERROR)  # "torchvision is not installed": its ops are not ours
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's deprecation chatter
+            prog = torch.onnx.export(model, example_inputs(cfg, batch=EXPORT_BATCH), input_names=list(INPUT_NAMES),
+                                     output_names=["score"], dynamo=True, dynamic_shapes=dims, verbose=False)
+    finally:
+        registration.setLevel(level)
     proto = prog.model_proto
     _compact(proto.graph)
     if has_scan:

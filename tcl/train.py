@@ -27,6 +27,7 @@ import torch
 from .architectures import build_model
 from .averaging import LastEpochsAverage
 from .checkpoint import save_checkpoint
+from .continual.descriptor import platform_hardware
 from .errors import FormatError
 from .features import SPEC, FeatureSet, featurize
 from .hardware import HARDWARE_DIM
@@ -196,7 +197,8 @@ def fit(paths, out=None, config: TrainConfig | None = None, *, arch: str = "mamb
     meta = {
         "data": [str(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths or [])],
         "programs": len(data), "train_tasks": keys(fit_ids), "val_tasks": keys(val_ids),
-        "test_tasks": keys(test_ids), "seed": cfg.seed, "test_fraction": cfg.test_fraction,
+        "test_tasks": keys(test_ids), "hardware": platform_hardware(data, train_ids), "seed": cfg.seed,
+        "test_fraction": cfg.test_fraction,
         "val_fraction": cfg.val_fraction, "train": asdict(cfg), "history": hist,
         "epochs": len(hist["loss"]), "best_epoch": hist["best_epoch"],
         "best_val_top1": hist["best_val_top1"], "refit": hist["refit"], "seconds": time.perf_counter() - t0,

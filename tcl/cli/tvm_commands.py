@@ -1,4 +1,4 @@
-"""`tcl tune` and `tcl collect`: the subcommands that need apache-tvm (imported only when they run)."""
+"""`tcl tune`, `tcl adapt` and `tcl collect`: the subcommands that need apache-tvm (imported only when they run)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import FormatError, MissingDependencyError
 from ..tvm.catalog import NETWORK_NAMES
-from .options import add_seed, json_object_file, positive, with_default
+from .options import add_field, add_seed, config_from_args, fraction, json_object_file, names, positive, with_default
 
 COST_MODELS = ("tcl", "xgb", "mlp", "random")
 
@@ -109,6 +109,32 @@ def run_tune(args):
     print_summary(reports, out, network)
 
 
+def run_adapt(args):
+    from ..tvm.adapt import adapt_host
+    from ..tvm.adapt_config import AdaptConfig
+    from ..tvm.targets import CollectError
+
+    if args.fraction is not None and not args.fraction > 0:
+        raise FormatError(f"--fraction must be more than 0, got {args.fraction}")
+    unknown = [n for n in args.network or [] if n not in NETWORK_NAMES]
+    if unknown:
+        raise FormatError(f"unknown network {unknown[0]!r}; choose from {', '.join(NETWORK_NAMES)}")
+    what = args.network or [args.workload]
+    try:
+        r = adapt_host(what, args.out, config_from_args(AdaptConfig, args), model_path=args.model,
+                       target=args.target, rpc=args.rpc, key=args.key, platform_info=args.platform_info)
+    except CollectError as e:
+        raise FormatError(str(e)) from None
+    out = Path(args.out)
+    print(f"{r['platform']}: measured {r['measured']} of {r['pool']} candidate programs of {r['tasks']} tasks "
+          f"({r['failed']} failed, {r['reused']} already measured) in {r['measure_seconds'] / 60:.1f} min of "
+          f"building and running; {r['seconds']['total'] / 60:.1f} min in all")
+    print(f"adapted model: {out / 'model.onnx'} (checkpoint {out / 'model.pt'}); measurements: {out} "
+          "(one MetaSchedule JSONDatabase per task)")
+    tune = f"--network {args.network[0]}" if args.network else f"--workload {args.workload}"
+    print(f"tune with it:\n    tcl tune {tune} --model {out / 'model.onnx'}")
+
+
 def run_collect(args):
     try:
         from ..tvm.collect import CollectError
@@ -179,6 +205,56 @@ def add_tune(sub):
     u.set_defaults(run=run_tune)
 
 
+def add_adapt(sub):
+    from ..tvm.adapt_config import AdaptConfig  # no TVM import: --help is fast without it
+
+    a = sub.add_parser(
+        "adapt", help="adapt the cost model to this machine (or an RPC device) from a few measurements (needs "
+        "apache-tvm)",
+        description="For the tasks of the networks: generate candidate programs without measuring them "
+        "(replay-trace and evolutionary search scored by the starting model under this hardware's "
+        "descriptor), let the RDU sampler pick in rounds which to measure, starting from the model's scores "
+        "and uncertainty, build and run those with TVM, and teach the model what they show by continual "
+        "distillation (no earlier data, no growth). Writes the adapted model (model.pt, model.onnx for "
+        "`tcl tune --model`), the measurements (one MetaSchedule JSONDatabase per task) and report.json "
+        "into --out. Resumable: run the same command again. How and why: docs/continual.md.")
+    what = a.add_mutually_exclusive_group(required=True)
+    what.add_argument("--network", type=names, metavar="NAME[,NAME...]",
+                      help=f"built-in network(s) whose tasks to adapt to: {', '.join(NETWORK_NAMES)}")
+    what.add_argument("--workload", help="one operator instead, e.g. matmul:128,128,128 (as tcl tune --workload)")
+    a.add_argument("--out", required=True, help="output directory (one per platform)")
+    a.add_argument("--model", default=None, metavar="MODEL.pt",
+                   help=with_default("the model to start from: a tcl train checkpoint or a tcl distill knowledge base",
+                                     "the shipped model"))
+    budget = a.add_mutually_exclusive_group()
+    add_field(budget, "--fraction", AdaptConfig, "fraction", "measure this share of each task's candidates",
+              type=fraction)
+    add_field(budget, "--count", AdaptConfig, "count", "measure this many programs in total, split over the "
+              "tasks (instead of --fraction)", "none", type=positive)
+    add_field(a, "--minutes", AdaptConfig, "minutes", "stop measuring after this long from the start and learn "
+              "from what is measured", "no limit", type=minutes)
+    add_field(a, "--pool-size", AdaptConfig, "pool_size", "candidate programs generated per task", type=positive)
+    add_field(a, "--random-fraction", AdaptConfig, "random_fraction", "share of each pool from replay-trace; the "
+              "rest from evolutionary search scored by the model", type=fraction)
+    add_field(a, "--population", AdaptConfig, "population", "population of that evolutionary search",
+              type=positive)
+    add_field(a, "--rounds", AdaptConfig, "rounds", "the measuring budget is spent over this many rounds",
+              type=positive)
+    add_field(a, "--repeat", AdaptConfig, "repeat", "runs per measured program", type=positive)
+    add_field(a, "--min-repeat-ms", AdaptConfig, "min_repeat_ms", "each run lasts at least this long",
+              type=positive)
+    a.add_argument("--target", default=None, help=with_default("TVM target", "this CPU, all cores"))
+    a.add_argument("--rpc", default=None, metavar="HOST:PORT",
+                   help=with_default("measure through this TVM RPC tracker", "on this machine"))
+    a.add_argument("--key", default=None, help=with_default("RPC device key (with --rpc)", "none"))
+    a.add_argument("--platform-info", type=json_object_file, default=None, metavar="JSON",
+                   help=with_default("the RPC device's hardware, from `python tcl/tvm/hardware.py` run there",
+                                     "this host's"))
+    add_field(a, "--seed", AdaptConfig, "seed", "seed of the pools, the picks and the training", type=int)
+    add_field(a, "--threads", AdaptConfig, "threads", "torch threads", "torch's own choice", type=positive)
+    a.set_defaults(run=run_adapt)
+
+
 def add_collect(sub):
     c = sub.add_parser(
         "collect", help="measure programs of networks' tuning tasks with TVM into a dataset (needs apache-tvm)",
@@ -194,4 +270,5 @@ def add_collect(sub):
 
 def add_parsers(sub):
     add_tune(sub)
+    add_adapt(sub)
     add_collect(sub)

@@ -99,9 +99,14 @@ def distance_rows(embedding: str, model_embedding, data, pool, group) -> np.ndar
     return np.concatenate([unit_rms_per_group(model_embedding, group), unit_rms_per_group(features, group)], 1)
 
 
-def model_signals(model, data, idx, mc_samples: int, batch: int = 256):
-    """(embedding, MC-dropout score samples [mc_samples, N]) of programs idx from a trained model."""
+def model_signals(model, data, idx, mc_samples: int, batch: int = 256, seed: int | None = None):
+    """(embedding, MC-dropout score samples [mc_samples, N]) of programs idx from a trained model;
+    with `seed`, the dropout masks do not depend on what the process drew before (a rerun picks the
+    same programs, which is what lets `tcl adapt` resume without measuring anything twice)."""
     import torch
+
+    if seed is not None:
+        torch.manual_seed(seed)
 
     emb, samples = [], []
     with torch.no_grad():
@@ -157,7 +162,7 @@ def run_sampling(data, task_ids, config: SamplingConfig, oracle, progress: bool 
             picks = select(method.round0, x, group, budget, selected, weights=config.weights, rng=rng,
                            threads=config.threads or 0)
         else:
-            emb, samples = model_signals(model, data, pool, config.mc_samples)
+            emb, samples = model_signals(model, data, pool, config.mc_samples, seed=config.seed * 1000 + r)
             x = distance_rows(embedding, emb, data, pool, group)
             top = config.weights.u_kind == "top"
             q = top_probability(samples, group, config.weights.top_fraction) if top else None

@@ -61,8 +61,8 @@ def summarize(records) -> dict:
 class Progress:
     """One status line on stderr: programs done, rate, ETA (a line every 30 s when not a terminal)."""
 
-    def __init__(self, total: int, stream=sys.stderr):
-        self.total, self.done, self.stream = total, 0, stream
+    def __init__(self, total: int, stream=sys.stderr, label: str = "collect", unit: str = "programs"):
+        self.total, self.done, self.stream, self.label, self.unit = total, 0, stream, label, unit
         self.start = self.last = time.time()
         self.tty = stream.isatty()
 
@@ -75,7 +75,7 @@ class Progress:
         rate = self.done / max(now - self.start, 1e-9)
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
         eta_s = f"{int(eta // 3600)}h{int(eta % 3600 // 60):02d}m{int(eta % 60):02d}s" if eta != float("inf") else "?"
-        line = f"[collect] {self.done}/{self.total} programs  {rate * 60:.1f}/min  ETA {eta_s}  {what}"
+        line = f"[{self.label}] {self.done}/{self.total} {self.unit}  {rate * 60:.1f}/min  ETA {eta_s}  {what}"
         print(("\r" + line[:150].ljust(150)) if self.tty else line, end="" if self.tty else "\n",
               file=self.stream, flush=True)
 

@@ -1,0 +1,260 @@
+"""Adapting to a host left out, from a fraction of its measurements (tcl.continual.adapt).
+
+For each physical host in datasets/ (hosts are told apart as in bench/transfer.py), the knowledge
+base (KB) is distilled from the other hosts' datasets one after another (`tcl distill`'s defaults,
+seed 0, kept under --work). It then adapts to the left-out host's dataset (of its target settings,
+the one with the most cores, then the widest vectors: the host as it is) from the programs of its
+training tasks:
+- `rdu`, `random`, `diversity`, `biased_diversity` at each --rates: the sampler picks that share of
+  each task's programs in rounds, starting from the KB's signals, and the KB distils them;
+- `full`: the KB distils every training program (rate 1.0);
+- `zero_shot`: the KB as it is, under the new host's descriptor;
+- `scratch`: a model trained from scratch (`tcl train`'s defaults) on every training program.
+Latencies are looked up in the dataset. Each run is scored on the host's held-out tasks: pooled
+Top-1/Top-5 (weighted as published) and the mean Top-1 over held-out tasks with at least
+--min-programs programs. `seconds_measured` is the time the picked programs spend running under
+the collector's protocol (--repeat runs of at least --min-repeat-ms each), from their latencies;
+builds are not counted.
+
+Every finished run is stored at once in adapt_details.json (ignored by git) and a rerun skips the
+runs stored there, so the grid can be stopped and resumed and seeds added later. Writes
+bench/results/adapt.json: {"hosts": {host: {method: {rate: {"top1", "top5", "task_mean",
+"seconds_measured", "seeds"}}}}, "paired": rdu against each method run by run, and its ratio to
+full, per host and rate}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from transfer import host_of  # noqa: E402
+
+from tcl.atomic import write_json  # noqa: E402
+
+SAMPLERS = ("rdu", "random", "diversity", "biased_diversity")
+WHOLE = {"full": 1.0, "zero_shot": 0.0, "scratch": 1.0}  # methods that take no rate, with the rate they report
+METRICS = ("top1", "task_mean")
+
+
+def native_dataset(datasets: list[Path]) -> Path:
+    """Of one host's target settings, the host as it is: most cores, then the widest vectors."""
+    def key(d):
+        p = json.loads((d / "platform.json").read_text())
+        return (-(p.get("cores") or 0), -(p.get("vector_bits") or 0), d.name)
+    return min(datasets, key=key)
+
+
+_DATA: dict = {}  # per process: each dataset is featurized once
+
+
+def dataset(path: Path):
+    from tcl.features import featurize
+    from tcl.program_data import ProgramData, split_tasks
+
+    if path not in _DATA:
+        data = ProgramData(featurize(str(path)))
+        _DATA[path] = (data, *split_tasks(data.tasks))
+    return _DATA[path]
+
+
+def knowledge_base(sources: list[Path], work: Path, threads: int) -> Path:
+    """The KB distilled from `sources` in order (reused when made; a lock keeps parallel runs from
+    making it twice)."""
+    import fcntl
+
+    from tcl.continual.config import CKDConfig
+    from tcl.continual.kb import save_kb
+    from tcl.continual.learn import first_platform, learn_platform
+
+    out = work / ("kb_" + "+".join(d.name for d in sources) + ".pt")
+    work.mkdir(parents=True, exist_ok=True)
+    with open(out.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.is_file():
+            cfg = CKDConfig(threads=threads)
+            kb = ewc = None
+            for d in sources:
+                data, train_ids, _ = dataset(d)
+                print(f"  distilling {d.name} into the KB", file=sys.stderr, flush=True)
+                kb, ewc, _ = (first_platform(data, train_ids, cfg) if kb is None
+                              else learn_platform(kb, ewc, data, train_ids, cfg))
+            save_kb(out, kb, ewc, {"platforms": [str(d) for d in sources]})
+    return out
+
+
+def seconds_measured(costs, repeat: int, min_repeat_ms: float) -> float:
+    return float(sum(repeat * max(min_repeat_ms / 1000, c) for c in costs))
+
+
+def scores(model, data, test_ids, min_programs: int) -> dict:
+    from tcl.scoring import score_tasks
+
+    s = score_tasks(model, data, test_ids)
+    top1 = [t["top1"] for t in s["tasks"].values() if t["programs"] >= min_programs and t["top1"] is not None]
+    return {"top1": s["pooled"]["top1"], "top5": s["pooled"]["top5"],
+            "task_mean": statistics.mean(top1) if top1 else None}
+
+
+def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, seed: int, args) -> dict:
+    import numpy as np
+    import torch
+
+    from tcl.continual.adapt import adapt, as_knowledge_base
+    from tcl.continual.config import CKDConfig
+    from tcl.continual.kb import load_kb
+    from tcl.continual.learn import learn_platform
+    from tcl.sampling.sampler import LookupOracle, SamplingConfig
+    from tcl.train import train
+
+    torch.set_num_threads(args.threads)
+    data, train_ids, test_ids = dataset(target)
+    kb, ewc, ck = load_kb(kb_path)
+    ckd = CKDConfig(seed=seed, threads=args.threads)
+    kb, ewc = as_knowledge_base(kb, ck, ckd)
+    t0 = time.perf_counter()
+    pool = data.programs_of(train_ids)
+    if method == "zero_shot":
+        model, measured = kb, np.zeros(0)
+    elif method == "scratch":
+        model, _ = train(data, train_ids, (), seed=seed, threads=args.threads, progress=False)
+        measured = data.cost[pool]
+    elif method == "full":
+        model, _, _ = learn_platform(kb, ewc, data, train_ids, ckd)
+        measured = data.cost[pool]
+    else:
+        cfg = SamplingConfig(method=method, fraction=rate, seed=seed, threads=args.threads)
+        res = adapt(kb, ewc, data, train_ids, LookupOracle(data.cost), cfg, ckd)
+        model, measured = res.kb, res.costs
+    return {"host": host, "method": method, "rate": rate, "seed": seed,
+            **scores(model, data, test_ids, args.min_programs),
+            "programs_measured": int(len(measured)),
+            "seconds_measured": seconds_measured(measured, args.repeat, args.min_repeat_ms),
+            "seconds": time.perf_counter() - t0}
+
+
+def run_key(host, method, rate, seed) -> str:
+    return f"{host}|{method}|{rate}|{seed}"
+
+
+def summarise(runs: dict) -> dict:
+    groups: dict = {}
+    for r in runs.values():
+        groups.setdefault(r["host"], {}).setdefault(r["method"], {}).setdefault(str(r["rate"]), []).append(r)
+    out: dict = {}
+    for host, by_method in groups.items():
+        for method, by_rate in by_method.items():
+            for rate, rs in by_rate.items():
+                e = {k: statistics.mean(r[k] for r in rs) for k in ("top1", "top5", "task_mean", "seconds_measured")}
+                e["seeds"] = sorted(r["seed"] for r in rs)
+                out.setdefault(host, {}).setdefault(method, {})[rate] = e
+    return out
+
+
+def paired(runs: dict) -> dict:
+    """Per host and sampled rate: rdu minus each other method on the same seed (mean, standard error,
+    pairs), and rdu's ratio to the same seed's full adaptation, by both measures."""
+    out: dict = {}
+    by = {(r["host"], r["method"], str(r["rate"]), r["seed"]): r for r in runs.values()}
+    for (host, method, rate, seed), r in by.items():
+        if method != "rdu":
+            continue
+        entry = out.setdefault(host, {}).setdefault(rate, {})
+        others = [(m, by.get((host, m, rate, seed))) for m in SAMPLERS if m != "rdu"]
+        others += [(m, by.get((host, m, str(WHOLE[m]), seed))) for m in WHOLE]
+        for m, o in others:
+            if o is None:
+                continue
+            for metric in METRICS:
+                if r[metric] is not None and o[metric] is not None:
+                    entry.setdefault(f"{metric}_minus_{m}", []).append(r[metric] - o[metric])
+                    if m == "full":
+                        entry.setdefault(f"{metric}_ratio_to_full", []).append(r[metric] / o[metric])
+            if m == "full" and o["seconds_measured"]:
+                entry.setdefault("seconds_ratio_to_full", []).append(r["seconds_measured"] / o["seconds_measured"])
+    for host in out.values():
+        for rate, entry in host.items():
+            for k, v in list(entry.items()):
+                entry[k] = {"mean": statistics.mean(v), "pairs": len(v),
+                            "stderr": statistics.stdev(v) / len(v) ** 0.5 if len(v) > 1 else None}
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("datasets", nargs="*", type=Path, help="platform datasets (default: every datasets/*/)")
+    p.add_argument("--hosts", nargs="*", default=None, metavar="DATASET",
+                   help="adapt only to the hosts of these dataset names (default: every host)")
+    p.add_argument("--methods", nargs="+", default=[*SAMPLERS, *WHOLE], choices=[*SAMPLERS, *WHOLE])
+    p.add_argument("--rates", nargs="+", type=float, default=[0.05, 0.1, 0.2], help="sampled rates")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--min-programs", type=int, default=16, help="tasks in the task mean have this many programs")
+    p.add_argument("--repeat", type=int, default=3, help="measuring protocol: runs per program (tcl collect's)")
+    p.add_argument("--min-repeat-ms", type=float, default=100, help="measuring protocol: each run at least this long")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    p.add_argument("--jobs", type=int, default=1, help="runs at once, one process each")
+    p.add_argument("--work", type=Path, default=ROOT / "build" / "adapt_kb", help="where the KBs are kept")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "adapt.json")
+    args = p.parse_args(argv)
+    datasets = args.datasets or sorted(d for d in (ROOT / "datasets").iterdir() if (d / "platform.json").is_file())
+    hosts: dict[str, list[Path]] = {}
+    for d in datasets:
+        hosts.setdefault(host_of(d), []).append(d)
+    if len(hosts) < 2:
+        sys.exit("bench/adapt.py needs datasets of two or more physical hosts")
+    chosen = {h: own for h, own in hosts.items() if not args.hosts or any(d.name in args.hosts for d in own)}
+    details = args.out.with_name(args.out.stem + "_details.json")
+    runs = json.loads(details.read_text())["runs"] if details.is_file() else {}
+
+    todo = []
+    for host, own in chosen.items():
+        target = native_dataset(own)
+        kb = knowledge_base([d for d in datasets if d not in own], args.work, max(args.threads * args.jobs, 1))
+        for seed in args.seeds:
+            for m in args.methods:
+                for rate in ([WHOLE[m]] if m in WHOLE else args.rates):
+                    if run_key(target.name, m, rate, seed) not in runs:
+                        todo.append((target.name, target, kb, m, rate, seed))
+    print(f"{len(todo)} runs to do, {len(runs)} stored, {args.jobs} at once", file=sys.stderr)
+
+    def record(r):
+        runs[run_key(r["host"], r["method"], r["rate"], r["seed"])] = r
+        print(f"  {r['host']} {r['method']:>16} rate {r['rate']:<5} seed {r['seed']}: top1 {r['top1']:.3f} "
+              f"task mean {r['task_mean']:.3f} measured {r['seconds_measured']:.0f} s ({r['seconds']:.0f} s)",
+              file=sys.stderr, flush=True)
+        write_json(details, {"runs": runs, "load_average": os.getloadavg()})
+
+    if args.jobs > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("spawn")) as pool:
+            for f in as_completed([pool.submit(run_one, *t, args) for t in todo]):
+                record(f.result())
+    else:
+        for t in todo:
+            record(run_one(*t, args))
+    out = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+                        if k not in ("out", "jobs", "work", "datasets")},
+           "hosts": summarise(runs), "paired": paired(runs)}
+    write_json(args.out, out)
+    for host, by_method in out["hosts"].items():
+        for method, by_rate in by_method.items():
+            for rate, e in by_rate.items():
+                print(f"{host:24s} {method:>16} {rate:>5}: top1 {e['top1']:.3f} top5 {e['top5']:.3f} task mean "
+                      f"{e['task_mean']:.3f} measured {e['seconds_measured']:.0f} s ({len(e['seeds'])} seeds)")
+    print(json.dumps(out["paired"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
