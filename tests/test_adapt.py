@@ -106,7 +106,7 @@ def test_tcl_adapt_measures_on_this_host_resumes_and_exports(tmp_path, trained):
     seq, length, _ = tcl.featurize_traces([json.dumps(pool[k][0]) for k in picked], pool[0][3])
     fs = tcl.featurize(task)  # ... featurized in the pool exactly as the dataset featurizes it
     np.testing.assert_array_equal(seq[:, :length.max()], fs.seq[np.argsort(fs.line)][:, :length.max()])
-    kb, ewc, _ = load_kb(out / "model.pt")
+    _, ewc, _ = load_kb(out / "model.pt")
     assert ewc.platforms == len(trained[1]["meta"]["hardware"]) + 1
     scores = Scorer(out / "model.onnx").score_traces([json.dumps(r[0]) for r in pool], pool[0][3])
     assert scores.shape == (16,) and np.isfinite(scores).all()
@@ -115,3 +115,41 @@ def test_tcl_adapt_measures_on_this_host_resumes_and_exports(tmp_path, trained):
     assert main(argv) == 0  # again: the pool is kept and nothing is measured twice
     again = json.loads((out / "report.json").read_text())
     assert again["reused"] == 4 and len((task / "database_tuning_record.json").read_text().splitlines()) == 4
+
+
+def test_a_pool_holds_each_program_once_even_when_the_design_space_is_one_program():
+    pytest.importorskip("tvm")
+    import tvm
+    from tvm import te
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.tvm import networks as nets
+    from tcl.tvm.adapt import generate_pool
+    from tcl.tvm.measure import _trace_key
+    from tcl.tvm.targets import parse_target
+    from tcl.tvm.tune import workload_task
+
+    a = te.placeholder((64,), name="a")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, te.compute((64,), lambda i: a[i] * 2.0, name="b")])})
+    target = parse_target("llvm -num-cores=1")
+    for task in (nets.Task("scale", mod, 1, 64.0, ["test"]), workload_task("matmul:32,32,32")):
+        pool = generate_pool(task, target, ms.cost_model.RandomModel(), 24, 0.5, 0, 16)
+        keys = [_trace_key(c.sch.trace) for c in pool]
+        assert len(keys) == len(set(keys)) and 1 <= len(keys) <= 24
+    assert len(keys) == 24  # the matmul's design space has many programs
+
+
+def test_tcl_adapt_refuses_bad_arguments_before_any_work(tmp_path, capsys):
+    pytest.importorskip("tvm")
+    from tcl.cli import main
+
+    out = tmp_path / "out"
+    assert main(["adapt", "--network", "resnet18,nosuch", "--out", str(out)]) == 2
+    assert "unknown network 'nosuch'" in capsys.readouterr().err
+    assert main(["adapt", "--network", "resnet18", "--out", str(out), "--fraction", "0"]) == 2
+    assert "--fraction must be more than 0" in capsys.readouterr().err
+    for bad in (["--fraction", "2"], ["--count", "0"], ["--pool-size", "-1"], ["--minutes", "0"]):
+        with pytest.raises(SystemExit) as e:
+            main(["adapt", "--network", "resnet18", "--out", str(out), *bad])
+        assert e.value.code == 2
+    assert not out.exists()

@@ -109,10 +109,20 @@ def run_tune(args):
     print_summary(reports, out, network)
 
 
+def _needs_tvm(e: ModuleNotFoundError, command: str):
+    """A clear error naming the extra to install when TVM (or what it needs) is missing."""
+    if e.name and e.name.split(".")[0] in ("tvm", "tvm_ffi", "torch", "psutil", "cloudpickle", "xgboost"):
+        raise MissingDependencyError(e.name.split(".")[0], "tvm", command) from None
+    raise e
+
+
 def run_adapt(args):
-    from ..tvm.adapt import adapt_host
+    try:
+        from ..tvm.adapt import adapt_host
+        from ..tvm.targets import CollectError
+    except ModuleNotFoundError as e:
+        _needs_tvm(e, "tcl adapt")
     from ..tvm.adapt_config import AdaptConfig
-    from ..tvm.targets import CollectError
 
     if args.fraction is not None and not args.fraction > 0:
         raise FormatError(f"--fraction must be more than 0, got {args.fraction}")
@@ -140,9 +150,7 @@ def run_collect(args):
         from ..tvm.collect import CollectError
         from ..tvm.collect import run_collect as collect
     except ModuleNotFoundError as e:
-        if e.name and e.name.split(".")[0] in ("tvm", "tvm_ffi", "torch", "psutil", "cloudpickle", "xgboost"):
-            raise MissingDependencyError(e.name.split(".")[0], "tvm", "tcl collect") from None
-        raise
+        _needs_tvm(e, "tcl collect")
     try:
         collect(args)
     except CollectError as e:

@@ -75,15 +75,19 @@ class Adaptation:
 
 
 def adapt(kb, ewc: OnlineEWC, data: ProgramData, task_ids, oracle, sampling: SamplingConfig, ckd: CKDConfig,
-          progress: bool = False) -> Adaptation:
+          progress: bool = False, say=None) -> Adaptation:
     """Measures `sampling`'s budget of the programs of `task_ids` (all of the new platform) through
-    `oracle`, picked with the KB's signals, and distills them into the KB.
+    `oracle`, picked with the KB's signals, and distills them into the KB. say(text): told what
+    starts (e.g. a status line).
 
     `ewc` is updated in place; `kb` itself is left unchanged."""
+    say = say or (lambda text: None)
     ckd = preservation(kb, ewc, data, task_ids, ckd)
     t0 = time.perf_counter()
+    say(f"picking and measuring in {sampling.rounds} rounds, each retraining on what is measured so far")
     res = run_sampling(data, task_ids, replace(sampling, init_model=kb, arch="mamba"), oracle, progress=progress)
     t1 = time.perf_counter()
+    say(f"distilling {len(res.selected)} measured programs into the model (preserve {ckd.preserve})")
     measured = data.measured(res.selected, res.costs)
     learned = sorted({int(t) for t in measured.task})
     if not learned:

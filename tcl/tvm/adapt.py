@@ -71,9 +71,13 @@ def generate_pool(task: nets.Task, target, cost_model, size: int, random_fractio
             cands = ctx.generate_measure_candidates()
             if not cands:
                 break
-            fresh = [c for c in cands if _trace_key(c.sch.trace) not in seen][: want - len(out)]
+            fresh = []
+            for c in cands:  # new to the pool, and once each within the batch too
+                k = _trace_key(c.sch.trace)
+                if k not in seen and len(out) + len(fresh) < want:
+                    seen.add(k)
+                    fresh.append(c)
             stale = 0 if fresh else stale + 1  # a small design space runs out of new programs
-            seen |= {_trace_key(c.sch.trace) for c in fresh}
             out.extend(fresh)
             ctx.notify_runner_results(cands, _not_measured(cands))
         ctx.post_tuning()
@@ -173,82 +177,91 @@ def tasks_of(name: str, target) -> list[nets.Task]:
     return nets.tasks_for(name, target)
 
 
-def adapt_host(networks: list[str], out_dir, config: AdaptConfig = AdaptConfig(), model_path=None, target=None,
+def adapt_host(networks: list[str], out_dir, config: AdaptConfig | None = None, model_path=None, target=None,
                rpc: str | None = None, key: str | None = None, platform_info: dict | None = None,
                progress_stream=sys.stderr) -> dict:
     """Adapt the model at `model_path` (a tcl checkpoint; default the shipped one) to this host or
-    the RPC device, for the tasks of `networks` (names or workload specs, tasks_of); writes out_dir/model.pt, model.onnx, report.json."""
-    import torch
-
-    from ..checkpoint import load_checkpoint
-    from ..continual.adapt import adapt, as_knowledge_base
-    from ..continual.config import CKDConfig
-    from ..continual.kb import save_kb
-    from ..export import export_onnx
-    from ..program_data import ProgramData
-    from ..evaluate import default_model_path
-    from ..sampling.sampler import SamplingConfig
-    from ..sampling.strategies import per_task_budget
-    from .search_cost_model import CostModel
+    the RPC device, for the tasks of `networks` (names or workload specs, tasks_of); writes
+    out_dir/model.pt, model.onnx and report.json. TVM's own output goes to out_dir's log files."""
+    from .network_tuning import _quiet, native_output_to, quiet_tvm_console
 
     start = time.time()
-    c = config
-    deadline = start + 60 * c.minutes if c.minutes else None
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lock, target, tracker = open_dataset(out_dir, target, rpc, key)
     handler = setup_log(out_dir)
     try:
         write_platform(out_dir, target, tracker, key, platform_info)
-        platform = json.loads((out_dir / "platform.json").read_text())
-        if c.threads:
-            torch.set_num_threads(c.threads)
-        model_path = Path(model_path) if model_path else default_model_path()
-        ckd = CKDConfig(seed=c.seed, threads=c.threads)
-        kb, ewc = as_knowledge_base(*load_checkpoint(model_path), ckd)
-        search_model = out_dir / "search_model.onnx"  # the starting model under this platform, for the pools
-        export_onnx(kb, search_model, platform)
-        cost_model = CostModel(search_model, platform=platform, adapt=False)
-
-        tasks = {t.shash: (n, t) for n in networks for t in tasks_of(n, target)}
-        pools, dirs = [], []
-        progress = Progress(len(tasks), progress_stream, "adapt", "candidate pools")
-        for n, t in tasks.values():
-            d = task_dir(out_dir, t)
-            d.mkdir(exist_ok=True)
-            update_task_info(d, t, n, None)
-            pools.append(load_or_generate_pool(t, out_dir / "candidates" / d.name, target, cost_model, c.pool_size,
-                                               c.random_fraction, c.seed, c.population))
-            dirs.append(d)
-            progress.update(1, f"{t.name}: {len(pools[-1].records)} candidates")
-        progress.close()
-        pools_done = time.time()
-        data = ProgramData(pool_featureset(pools, platform, target))
-        offsets = np.concatenate([[0], np.cumsum([len(p.records) for p in pools])])
-        sampling = SamplingConfig(fraction=None if c.count else c.fraction, count=c.count, rounds=c.rounds,
-                                  seed=c.seed, threads=c.threads)
-        budget = int(per_task_budget(data.task, sampling.fraction, sampling.count).sum())
-        progress = Progress(budget, progress_stream, "adapt", "programs measured")
-        measurer = make_measurer(target, tracker, key, c.repeat, c.min_repeat_ms, None)
-        oracle = MeasuringOracle(pools, offsets, dirs, measurer, progress, deadline)
-        try:
-            res = adapt(kb, ewc, data, list(range(len(pools))), oracle, sampling, ckd)
-        finally:
-            progress.close()
-            measurer.close()
-        measured = np.isfinite(res.costs)
-        report = {"networks": networks, "model": str(model_path), "target": str(target), "platform": platform["name"],
-                  "tasks": len(pools), "pool": int(offsets[-1]), "budget": budget,
-                  "measured": int((~np.isnan(res.costs)).sum()), "failed": int(np.isinf(res.costs).sum()),
-                  "reused": oracle.reused, "learned_from": int(measured.sum()), "preserve": res.preserve, "rounds": res.rounds,
-                  "seconds": {"pools": pools_done - start, **res.seconds, "total": time.time() - start},
-                  "measure_seconds": measurer.seconds}
-        save_kb(out_dir / "model.pt", res.kb, res.ewc, {"adapt": report})
-        export_onnx(res.kb, out_dir / "model.onnx", platform)
-        search_model.unlink()
-        report["seconds"]["total"] = time.time() - start
+        quiet_tvm_console()
+        with _quiet(), native_output_to(out_dir / "tvm-stderr.txt") as terminal:
+            report = _adapt(networks, out_dir, config or AdaptConfig(), model_path, target, tracker, key,
+                            terminal if progress_stream is sys.stderr else progress_stream, start)
         write_json(out_dir / "report.json", report)
         return report
     finally:
         logging.getLogger().removeHandler(handler)
         lock.close()
+
+
+def _adapt(networks, out_dir: Path, c: AdaptConfig, model_path, target, tracker, key, stream, start) -> dict:
+    import torch
+
+    from ..checkpoint import load_checkpoint
+    from ..continual.adapt import adapt, as_knowledge_base
+    from ..continual.config import CKDConfig
+    from ..continual.kb import save_kb
+    from ..evaluate import default_model_path
+    from ..export import export_onnx
+    from ..program_data import ProgramData
+    from ..sampling.sampler import SamplingConfig
+    from ..sampling.strategies import per_task_budget
+    from .search_cost_model import CostModel
+
+    deadline = start + 60 * c.minutes if c.minutes else None
+    platform = json.loads((out_dir / "platform.json").read_text())
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    model_path = Path(model_path) if model_path else default_model_path()
+    ckd = CKDConfig(seed=c.seed, threads=c.threads)
+    kb, ewc = as_knowledge_base(*load_checkpoint(model_path), ckd)
+    search_model = out_dir / "search_model.onnx"  # the starting model under this platform, for the pools
+    export_onnx(kb, search_model, platform)
+    cost_model = CostModel(search_model, platform=platform, adapt=False)
+
+    tasks = {t.shash: (n, t) for n in networks for t in tasks_of(n, target)}
+    pools, dirs = [], []
+    progress = Progress(len(tasks), stream, "adapt", "candidate pools")
+    for n, t in tasks.values():
+        d = task_dir(out_dir, t)
+        d.mkdir(exist_ok=True)
+        update_task_info(d, t, n, None)
+        pools.append(load_or_generate_pool(t, out_dir / "candidates" / d.name, target, cost_model, c.pool_size,
+                                           c.random_fraction, c.seed, c.population))
+        dirs.append(d)
+        progress.update(1, f"{t.name}: {len(pools[-1].records)} candidates")
+    progress.close()
+    pools_done = time.time()
+    data = ProgramData(pool_featureset(pools, platform, target))
+    offsets = np.concatenate([[0], np.cumsum([len(p.records) for p in pools])])
+    sampling = SamplingConfig(fraction=None if c.count else c.fraction, count=c.count, rounds=c.rounds,
+                              seed=c.seed, threads=c.threads)
+    budget = int(per_task_budget(data.task, sampling.fraction, sampling.count).sum())
+    progress = Progress(budget, stream, "adapt", "programs measured")
+    measurer = make_measurer(target, tracker, key, c.repeat, c.min_repeat_ms, None)
+    oracle = MeasuringOracle(pools, offsets, dirs, measurer, progress, deadline)
+    try:
+        res = adapt(kb, ewc, data, list(range(len(pools))), oracle, sampling, ckd, say=progress.say)
+    finally:
+        progress.close()
+        measurer.close()
+    report = {"networks": networks, "model": str(model_path), "target": str(target), "platform": platform["name"],
+              "tasks": len(pools), "pool": int(offsets[-1]), "budget": budget,
+              "measured": int((~np.isnan(res.costs)).sum()), "failed": int(np.isinf(res.costs).sum()),
+              "reused": oracle.reused, "learned_from": int(np.isfinite(res.costs).sum()), "preserve": res.preserve,
+              "rounds": res.rounds, "measure_seconds": measurer.seconds,
+              "seconds": {"pools": pools_done - start, **res.seconds}}
+    save_kb(out_dir / "model.pt", res.kb, res.ewc, {"adapt": report})
+    export_onnx(res.kb, out_dir / "model.onnx", platform)
+    search_model.unlink()
+    report["seconds"]["total"] = time.time() - start
+    return report

@@ -79,6 +79,10 @@ class Progress:
         print(("\r" + line[:150].ljust(150)) if self.tty else line, end="" if self.tty else "\n",
               file=self.stream, flush=True)
 
+    def say(self, text: str) -> None:
+        """A line of its own between the status lines."""
+        print(("\n" if self.tty and self.done else "") + f"[{self.label}] {text}", file=self.stream, flush=True)
+
     def close(self) -> None:
         if self.tty:
             print(file=self.stream)

@@ -1,0 +1,48 @@
+"""bench/adapt.py: which dataset stands for a host, the measuring time of the picks, and the run-by-run
+comparison it reports."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # bench/adapt.py imports bench/transfer.py as its neighbour
+spec = importlib.util.spec_from_file_location("bench_adapt", ROOT / "bench" / "adapt.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_the_host_as_it_is_has_the_most_cores_then_the_widest_vectors(tmp_path):
+    for name, cores, bits in (("a-1c", 1, 256), ("b-2c-sse", 2, 128), ("c-2c", 2, 512)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "platform.json").write_text(json.dumps({"cores": cores, "vector_bits": bits}))
+    assert bench.native_dataset(sorted(tmp_path.iterdir())).name == "c-2c"
+
+
+def test_measuring_time_counts_each_run_at_least_min_repeat_ms():
+    assert bench.seconds_measured([0.001, 0.5], repeat=3, min_repeat_ms=100) == pytest.approx(3 * 0.1 + 3 * 0.5)
+
+
+def _run(method, rate, seed, top1, task_mean, seconds):
+    return {"host": "h", "method": method, "rate": rate, "seed": seed, "top1": top1, "top5": 1.0,
+            "task_mean": task_mean, "seconds_measured": seconds}
+
+
+def test_summary_and_pairs_per_seed():
+    runs = {}
+    for seed, (rdu, rnd, full) in enumerate(((0.6, 0.5, 0.8), (0.7, 0.4, 0.7))):
+        for r in (_run("rdu", 0.1, seed, rdu, rdu, 10.0), _run("random", 0.1, seed, rnd, rnd, 8.0),
+                  _run("full", 1.0, seed, full, full, 100.0), _run("zero_shot", 0.0, seed, 0.3, 0.3, 0.0)):
+            runs[bench.run_key(r["host"], r["method"], r["rate"], r["seed"])] = r
+    summary = bench.summarise(runs)
+    assert summary["h"]["rdu"]["0.1"]["top1"] == pytest.approx(0.65) and summary["h"]["rdu"]["0.1"]["seeds"] == [0, 1]
+    assert summary["h"]["full"]["1.0"]["seconds_measured"] == 100.0
+    pairs = bench.paired(runs)["h"]["0.1"]
+    assert pairs["top1_minus_random"]["mean"] == pytest.approx(0.2) and pairs["top1_minus_random"]["pairs"] == 2
+    assert pairs["top1_minus_random"]["stderr"] == pytest.approx(0.1)  # differences 0.1 and 0.3
+    assert pairs["task_mean_ratio_to_full"]["mean"] == pytest.approx((0.6 / 0.8 + 1.0) / 2)
+    assert pairs["seconds_ratio_to_full"]["mean"] == pytest.approx(0.1)
+    assert pairs["top1_minus_zero_shot"]["mean"] == pytest.approx(0.35)
