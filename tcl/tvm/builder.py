@@ -102,6 +102,21 @@ def import_cpu_tensor_intrin() -> None:
         raise
 
 
+def alloc_arguments(device, args_info, alloc_repeat: int) -> list:
+    """The runner's inputs: random, as TVM's default, except integer tensors, which are zeros. Integer
+    inputs are indices (take, gather, embedding lookups); random ones fall outside the table and the
+    program crashes the runner, so such a task could never be measured."""
+    import numpy as np
+    from tvm.s_tir.meta_schedule.runner.local_runner import default_alloc_argument
+
+    repeated = default_alloc_argument(device, args_info, alloc_repeat)
+    for args in repeated:
+        for arg in args:
+            if "int" in str(arg.dtype):
+                arg.copyfrom(np.zeros(arg.shape, dtype=str(arg.dtype)))
+    return repeated
+
+
 def make_runner(
     repeat: int = 1,
     number: int = 3,
@@ -120,7 +135,8 @@ def make_runner(
         number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, enable_cpu_cache_flush=False
     )
     if tracker_host is None:
-        return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=config, initializer=initializer)
+        return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=config, initializer=initializer,
+                                     f_alloc_argument=alloc_arguments)
     if tracker_port is None or tracker_key is None:
         raise ValueError("an RPC runner needs tracker_host, tracker_port and tracker_key")
     rpc = ms.runner.RPCConfig(
@@ -146,5 +162,5 @@ def default_target(num_cores: int | None = None, mcpu: str | None = None) -> Tar
     return Target({"kind": "llvm", "mcpu": mcpu or host_cpu(), "num-cores": int(num_cores)})
 
 
-__all__ = ["f_build", "PersistentBuilder", "make_builder", "import_cpu_tensor_intrin", "make_runner",
-           "default_target", "host_cpu"]
+__all__ = ["f_build", "PersistentBuilder", "make_builder", "import_cpu_tensor_intrin", "alloc_arguments",
+           "make_runner", "default_target", "host_cpu"]
