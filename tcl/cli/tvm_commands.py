@@ -228,8 +228,10 @@ def add_adapt(sub):
         "into --out. Resumable: run the same command again. How and why: docs/continual.md.")
     what = a.add_mutually_exclusive_group(required=True)
     what.add_argument("--network", type=names, metavar="NAME[,NAME...]",
-                      help=f"built-in network(s) whose tasks to adapt to: {', '.join(NETWORK_NAMES)}")
-    what.add_argument("--workload", help="one operator instead, e.g. matmul:128,128,128 (as tcl tune --workload)")
+                      help=f"built-in network(s) whose tasks to adapt to: {', '.join(NETWORK_NAMES)} "
+                      "(this or --workload is required)")
+    what.add_argument("--workload", help="one operator instead, e.g. matmul:128,128,128, as tcl tune --workload "
+                      "(this or --network is required)")
     a.add_argument("--out", required=True, help="output directory (one per platform)")
     a.add_argument("--model", default=None, metavar="MODEL.pt",
                    help=with_default("the model to start from: a tcl train checkpoint or a tcl distill knowledge base",
