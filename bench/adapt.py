@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from transfer import host_of  # noqa: E402
+from transfer import held_out_summary, host_of  # noqa: E402
 
 from tcl.atomic import write_json  # noqa: E402
 
@@ -98,10 +98,8 @@ def seconds_measured(costs, repeat: int, min_repeat_ms: float) -> float:
 def scores(model, data, test_ids, min_programs: int) -> dict:
     from tcl.scoring import score_tasks
 
-    s = score_tasks(model, data, test_ids)
-    top1 = [t["top1"] for t in s["tasks"].values() if t["programs"] >= min_programs and t["top1"] is not None]
-    return {"top1": s["pooled"]["top1"], "top5": s["pooled"]["top5"],
-            "task_mean": statistics.mean(top1) if top1 else None}
+    s = held_out_summary(score_tasks(model, data, test_ids), min_programs)
+    return {k: s[k] for k in ("top1", "top5", "task_mean")}
 
 
 def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, seed: int, args) -> dict:

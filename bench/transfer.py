@@ -35,13 +35,18 @@ def host_of(dataset: Path) -> str:
     return " ".join(str(v) for v in ident if v is not None) or dataset.name
 
 
+def held_out_summary(result: dict, min_programs: int) -> dict:
+    """Pooled Top-1/Top-5 and the mean Top-1 over the tasks with at least `min_programs` programs, of
+    a tcl.metrics summary ({"pooled", "tasks"}, as evaluate and score_tasks return)."""
+    top1 = [t["top1"] for t in result["tasks"].values() if t["programs"] >= min_programs and t["top1"] is not None]
+    return {"top1": result["pooled"]["top1"], "top5": result["pooled"]["top5"],
+            "task_mean": sum(top1) / len(top1) if top1 else None, "tasks": len(top1)}
+
+
 def scores(checkpoint, dataset: Path, min_programs: int, threads: int) -> dict:
     from tcl.evaluate import evaluate
 
-    r = evaluate(checkpoint, [str(dataset)], threads=threads)
-    top1 = [t["top1"] for t in r["tasks"].values() if t["programs"] >= min_programs and t["top1"] is not None]
-    return {"top1": r["pooled"]["top1"], "top5": r["pooled"]["top5"],
-            "task_mean": sum(top1) / len(top1) if top1 else None, "tasks": len(top1)}
+    return held_out_summary(evaluate(checkpoint, [str(dataset)], threads=threads), min_programs)
 
 
 def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: int) -> Path:

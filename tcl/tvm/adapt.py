@@ -30,7 +30,7 @@ from ..features import FeatureSet, TaskInfo, featurize_traces
 from . import networks as nets
 from .adapt_config import AdaptConfig
 from .collect_session import make_measurer, open_dataset, setup_log, write_platform
-from .measure import FAILED, Progress, _search_context, _trace_key, repair_lines
+from .measure import FAILED, Progress, _search_context, _trace_key, open_task_database, run_seconds
 from .task_dirs import task_dir, update_task_info
 
 LOG = logging.getLogger("tcl.adapt")
@@ -103,7 +103,7 @@ def pool_featureset(pools: list[Pool], platform: dict, target) -> FeatureSet:
     """The pools' programs featurized as one FeatureSet (latencies unknown: cost NaN), one task each."""
     seqs, lengths, workloads, task_idx, tasks, sources, lines = [], [], [], [], [], [], []
     for i, p in enumerate(pools):
-        seq, length, wl = featurize_traces([json.dumps(r[0]) for r in p.records], p.records[0][3] if p.records else None)
+        seq, length, wl = featurize_traces([r[0] for r in p.records], p.records[0][3] if p.records else None)
         seqs.append(seq), lengths.append(length), workloads.append(wl)
         task_idx.append(np.full(len(length), i, np.int32))
         lines.append(np.arange(1, len(length) + 1, dtype=np.int64))
@@ -130,11 +130,7 @@ class MeasuringOracle:
     def _db(self, t: int):
         """(JSONDatabase, workload, {trace key: mean seconds} of what it holds) of task t."""
         if t not in self._dbs:
-            d = self.dirs[t]
-            for f in ("database_workload.json", "database_tuning_record.json"):
-                repair_lines(d / f)
-            db = ms.database.JSONDatabase(work_dir=str(d))
-            workload = db.commit_workload(self.pools[t].task.mod)
+            db, workload = open_task_database(self.dirs[t], self.pools[t].task.mod)
             known = {_trace_key(r.trace): float(np.mean([float(s) for s in r.run_secs]))
                      for r in db.get_all_tuning_records()}
             self._dbs[t] = (db, workload, known)
@@ -160,9 +156,9 @@ class MeasuringOracle:
                     return out
                 batch = todo[a:a + self.batch_size]
                 for (j, cand), r in zip(batch, self.measurer.measure(db, workload, [c for _, c in batch])):
-                    ok = r.run_secs and not r.error_msg
-                    out[j] = float(np.mean([float(s) for s in r.run_secs])) if ok else np.inf
-                    known[_trace_key(cand.sch.trace)] = out[j] if ok else FAILED
+                    secs = float(np.mean(run_seconds(r)))
+                    known[_trace_key(cand.sch.trace)] = secs
+                    out[j] = np.inf if secs == FAILED else secs
                 self.progress.update(len(batch), self.pools[t].task.name)
         return out
 

@@ -88,6 +88,20 @@ class Progress:
             print(file=self.stream)
 
 
+def run_seconds(result) -> list[float]:
+    """A runner result's seconds per run, or [FAILED] for a failed build or run (as stored)."""
+    return [float(s) for s in result.run_secs] if result.run_secs and not result.error_msg else [FAILED]
+
+
+def open_task_database(d: Path, mod):
+    """(JSONDatabase, Workload) of one task's directory, lines cut by an interrupted run dropped."""
+    for f in ("database_workload.json", "database_tuning_record.json"):
+        if repair_lines(d / f):
+            LOG.warning("%s: dropped a line cut by an interrupted run", d / f)
+    db = ms.database.JSONDatabase(work_dir=str(d))
+    return db, db.commit_workload(mod)
+
+
 def pin_to_cpus(cpus) -> functools.partial:
     """A picklable initializer for a runner's worker process that pins it to `cpus`."""
     return functools.partial(os.sched_setaffinity, 0, sorted(cpus))
@@ -134,7 +148,7 @@ class Measurer:
             if b.artifact_path:
                 shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)
         for c, r in zip(cands, results):
-            secs = [float(s) for s in r.run_secs] if r.run_secs and not r.error_msg else [FAILED]
+            secs = run_seconds(r)
             if secs == [FAILED]:
                 self.failed += 1
                 LOG.warning("failed program (stored as run_secs [1e10]): %s",
@@ -171,11 +185,7 @@ def collect_task(task: nets.Task, d: Path, programs: int, measurer: Measurer, bu
                  seed: int = 0, population: int = 256, max_stale_batches: int = 3) -> dict:
     """Measure up to `programs` distinct programs of one task into its JSONDatabase `d` (resumable)."""
     d.mkdir(parents=True, exist_ok=True)
-    for f in ("database_workload.json", "database_tuning_record.json"):
-        if repair_lines(d / f):
-            LOG.warning("%s: dropped a line cut by an interrupted run", d / f)
-    db = ms.database.JSONDatabase(work_dir=str(d))
-    workload = db.commit_workload(task.mod)
+    db, workload = open_task_database(d, task.mod)
     records = db.get_all_tuning_records()
     seen = {_trace_key(r.trace) for r in records}
     n_done = len(records)

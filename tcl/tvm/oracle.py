@@ -13,7 +13,7 @@ import numpy as np
 from tvm.s_tir import meta_schedule as ms
 
 from .collect_session import check_rpc, make_measurer
-from .measure import FAILED
+from .measure import FAILED, run_seconds
 from .targets import check_target, local_device_target, parse_target
 from .dataset import RecordReader
 
@@ -54,6 +54,6 @@ class TVMOracle:
                 batch = items[a:a + self.batch_size]
                 results = self.measurer.measure(db, workload, [r.as_measure_candidate() for _, r in batch])
                 for (k, _), res in zip(batch, results):
-                    secs = [float(s) for s in res.run_secs] if res.run_secs and not res.error_msg else [FAILED]
+                    secs = run_seconds(res)
                     out[k] = np.inf if secs == [FAILED] else float(np.mean(secs))
         return out
