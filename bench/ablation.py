@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from tcl.atomic import write_text
+from tcl.cli.options import HelpFormatter
 from tcl.train_config import TrainConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +71,7 @@ def summarise(runs: list[dict]) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("path", nargs="?", default=str(ROOT / "datasets" / "znver4-2c"), help="one platform's dataset")
     p.add_argument("--n-layer", default="1,2,3", help="comma-separated layer counts")
     p.add_argument("--d-state", default="8,16,32", help="comma-separated state sizes")
@@ -83,7 +84,7 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs trained at once, one process each")
     p.add_argument("--fresh", action="store_true", help="ignore the runs already stored in --out")
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "ablation.json"))
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "ablation.json"), help="the summary JSON")
     args = p.parse_args(argv)
 
     out = Path(args.out)

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.atomic import save_figure, write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 from tcl.metrics import evaluate_predictions  # noqa: E402
 from tcl.program_data import ProgramData, split_tasks, task_key  # noqa: E402
 from tcl.scoring import predict  # noqa: E402
@@ -157,9 +158,9 @@ def summarize_seeds(runs) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform (default: datasets/*/)")
-    p.add_argument("--models", nargs="+", default=["tcl", "tlp", "xgb", "mlp"])
+    p.add_argument("--models", nargs="+", default=["tcl", "tlp", "xgb", "mlp"], help="cost models trained and scored")
     p.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="tcl/tlp: epochs (default: %(default)s)")
     p.add_argument("--val-fraction", type=float, default=TrainConfig.val_fraction,
                    help="tcl/tlp: validate on this share of the training tasks and stop early (0: all train, fixed "
@@ -170,8 +171,8 @@ def main(argv=None):
                    help="tcl/tlp: after early stopping, train again on every training task")
     p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=TrainConfig.lr_schedule,
                    help="tcl/tlp: constant learning rate, or a half cosine down to 0 over the epochs (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "accuracy.json"))
+    p.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "accuracy.json"), help="the summary JSON (the plot goes beside it)")
     args = p.parse_args(argv)
     seeds = [int(x) for x in args.seeds.split(",")]
     paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())

@@ -9,7 +9,10 @@ training tasks:
   each task's programs in rounds, starting from the KB's signals, and the KB distils them;
 - `full`: the KB distils every training program (rate 1.0);
 - `zero_shot`: the KB as it is, under the new host's descriptor;
-- `scratch`: a model trained from scratch (`tcl train`'s defaults) on every training program.
+- `scratch`: a model trained from scratch (`tcl train`'s defaults) on every training program;
+- `oracle_top`, `oracle_strata`, `oracle_best` (diagnostics, run only when named): the same share
+  picked with the true latencies (bench/sampling.py's oracles), then distilled the same way; they
+  ask how good an adaptation any such share can give.
 Latencies are looked up in the dataset. Each run is scored on the host's held-out tasks: pooled
 Top-1/Top-5 (weighted as published) and the mean Top-1 over held-out tasks with at least
 --min-programs programs. `seconds_measured` is the time the picked programs spend running under
@@ -36,9 +39,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from sampling import ORACLES, oracle_picks  # noqa: E402
 from transfer import held_out_summary, host_of  # noqa: E402
 
 from tcl.atomic import write_json  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 
 SAMPLERS = ("rdu", "random", "diversity", "biased_diversity")
 WHOLE = {"full": 1.0, "zero_shot": 0.0, "scratch": 1.0}  # methods that take no rate, with the rate they report
@@ -106,11 +111,12 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
     import numpy as np
     import torch
 
-    from tcl.continual.adapt import adapt, as_knowledge_base
+    from tcl.continual.adapt import adapt, as_knowledge_base, preservation
     from tcl.continual.config import CKDConfig
     from tcl.continual.kb import load_kb
     from tcl.continual.learn import learn_platform
-    from tcl.sampling.sampler import LookupOracle, SamplingConfig
+    from tcl.sampling.sampler import LookupOracle, SamplingConfig, sampling_pool
+    from tcl.sampling.strategies import per_task_budget
     from tcl.train import train
 
     torch.set_num_threads(args.threads)
@@ -126,8 +132,16 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
         model, _ = train(data, train_ids, (), seed=seed, threads=args.threads, progress=False)
         measured = data.cost[pool]
     elif method == "full":
-        model, _, _ = learn_platform(kb, ewc, data, train_ids, ckd)
+        model, _, _ = learn_platform(kb, ewc, data, train_ids, preservation(kb, ewc, data, train_ids, ckd))
         measured = data.cost[pool]
+    elif method in ORACLES:
+        candidates, group = sampling_pool(data, train_ids)
+        budget = per_task_budget(group, fraction=rate)
+        picks = candidates[oracle_picks(data.cost[candidates], group, budget, method, np.random.default_rng(seed))]
+        measured = data.cost[picks]
+        learned = data.measured(picks, measured)
+        model, _, _ = learn_platform(kb, ewc, learned, sorted({int(t) for t in learned.task}),
+                                     preservation(kb, ewc, data, train_ids, ckd))
     else:
         cfg = SamplingConfig(method=method, fraction=rate, seed=seed, threads=args.threads)
         res = adapt(kb, ewc, data, train_ids, LookupOracle(data.cost), cfg, ckd)
@@ -166,7 +180,7 @@ def paired(runs: dict) -> dict:
         if method != "rdu":
             continue
         entry = out.setdefault(host, {}).setdefault(rate, {})
-        others = [(m, by.get((host, m, rate, seed))) for m in SAMPLERS if m != "rdu"]
+        others = [(m, by.get((host, m, rate, seed))) for m in (*SAMPLERS, *ORACLES) if m != "rdu"]
         others += [(m, by.get((host, m, str(WHOLE[m]), seed))) for m in WHOLE]
         for m, o in others:
             if o is None:
@@ -188,20 +202,22 @@ def paired(runs: dict) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("datasets", nargs="*", type=Path, help="platform datasets (default: every datasets/*/)")
     p.add_argument("--hosts", nargs="*", default=None, metavar="DATASET",
                    help="adapt only to the hosts of these dataset names (default: every host)")
-    p.add_argument("--methods", nargs="+", default=[*SAMPLERS, *WHOLE], choices=[*SAMPLERS, *WHOLE])
+    p.add_argument("--methods", nargs="+", default=[*SAMPLERS, *WHOLE], choices=[*SAMPLERS, *WHOLE, *ORACLES],
+                   help="what adapts (oracle_* are diagnostics that pick with the true latencies)")
     p.add_argument("--rates", nargs="+", type=float, default=[0.05, 0.1, 0.2], help="sampled rates")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4], help="seeds of every method")
     p.add_argument("--min-programs", type=int, default=16, help="tasks in the task mean have this many programs")
     p.add_argument("--repeat", type=int, default=3, help="measuring protocol: runs per program (tcl collect's)")
     p.add_argument("--min-repeat-ms", type=float, default=100, help="measuring protocol: each run at least this long")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs at once, one process each")
     p.add_argument("--work", type=Path, default=ROOT / "build" / "adapt_kb", help="where the KBs are kept")
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "adapt.json")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "adapt.json",
+                   help="the summary; every run is kept beside it in <name>_details.json")
     args = p.parse_args(argv)
     datasets = args.datasets or sorted(d for d in (ROOT / "datasets").iterdir() if (d / "platform.json").is_file())
     hosts: dict[str, list[Path]] = {}

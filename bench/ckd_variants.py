@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.atomic import write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 from tcl.continual import (  # noqa: E402
     ActiveColumn,
     CKDConfig,
@@ -102,7 +103,7 @@ def old_descriptor_agreement(new_kb, kb, data: ProgramData, task_ids, old_hardwa
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("old", nargs="?", default=str(ROOT / "datasets" / "znver4-2c"), help="first platform")
     p.add_argument("new", nargs="?", default=str(ROOT / "datasets" / "haswell-1c"), help="second platform")
     p.add_argument("--variants", default=DEFAULT_VARIANTS,
@@ -111,9 +112,9 @@ def main(argv=None):
                    "every variant (e.g. hardware_adapter_rank=4)")
     p.add_argument("--kb", help="start from this knowledge base (e.g. `tcl distill`'s after two platforms) instead of "
                    "training one on the first platform, which is then only scored (the platform the KB learned last)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "ckd_variants.json"))
+    p.add_argument("--seed", type=int, default=0, help="seed of every variant")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "ckd_variants.json"), help="the summary JSON")
     p.add_argument("--cache", help="directory keeping the first KB and the columns between runs (keyed by the two datasets "
                         "and the seed only: empty it after changing how they train)")
     args = p.parse_args(argv)

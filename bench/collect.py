@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from tcl.atomic import write_json  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 from tcl.metrics import spearman  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,7 +100,7 @@ def remeasure_quietly(src: Path, out: Path, num_cores: int) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--network", default="resnet18", help="network whose tasks are collected (default resnet18)")
     p.add_argument("--tasks", type=int, default=10, help="tasks collected by each run (default 10)")
     p.add_argument("--programs", type=int, default=32, help="programs per task (default 32)")
@@ -111,7 +112,7 @@ def main() -> None:
     p.add_argument("--check", default=None, metavar="DATASET",
                    help="only measure a sample of this dataset again and report its repeatability")
     p.add_argument("--check-programs", type=int, default=320, help="programs in the --check sample (default 320)")
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "collect.json"))
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "collect.json"), help="the summary JSON")
     args = p.parse_args()
 
     from tcl.tvm.builder import default_target

@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.atomic import save_figure, write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 from tcl.cli.distill import add_ckd_options, ckd_config  # noqa: E402
 from tcl.continual import (  # noqa: E402
     CKDConfig,
@@ -186,7 +187,7 @@ def learn_order(paths, order, args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform, in learning order (default: datasets/*/)")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS,
                    help="joint_kb (not run by default): one model for all platforms trained on all data")
@@ -199,7 +200,7 @@ def main(argv=None):
     p.add_argument("--d-model", type=int, default=None, help="model width (default: the architecture's)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per order (default: %(default)s)")
     p.add_argument("--jobs", type=int, default=1, help="orders learned at once, one process each (with --both-orders)")
-    p.add_argument("--out", help="default: bench/results/continual.json (continual_seeds.json with --mean-of)")
+    p.add_argument("--out", help="the summary JSON (default: bench/results/continual.json; continual_seeds.json with --mean-of)")
     p.add_argument("--mean-of", nargs="+", metavar="RESULT_JSON",
                    help="train nothing: summarise runs with different --seed (their --out files) as the mean "
                         "and standard error per order and method, and each method against joint seed by seed; "

@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 import tcl  # noqa: E402
 from tcl.atomic import write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 
 
 def timed(fn, repeats):
@@ -111,13 +112,13 @@ def bench_metaschedule(db_dirs, repeats):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--ansor", nargs="+", default=[str(ROOT.parent / "shared" / "data" / "ansor")],
                    help="Ansor logs or directories to featurize")
     p.add_argument("--ms", nargs="+", default=sorted(str(d) for d in (ROOT / "tests" / "fixtures" / "ms").iterdir() if d.is_dir()),
                    help="MetaSchedule database directories whose records become the candidates")
-    p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "featurize.json"))
+    p.add_argument("--repeats", type=int, default=7, help="timed repeats per path (the median is reported)")
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "featurize.json"), help="the summary JSON")
     args = p.parse_args(argv)
 
     res = {"load_average_before": os.getloadavg()}

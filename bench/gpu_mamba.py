@@ -29,6 +29,7 @@ import tcl.model.mamba as mamba_mod
 from tcl.export import example_inputs
 from tcl.model import CostModelConfig, MambaCostModel, lambda_rank_loss
 from tcl.atomic import write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 
 
 def set_fast_path(model, fast: bool):
@@ -62,15 +63,15 @@ def time_steps(model, inputs, labels, groups, warmup: int, steps: int) -> list[f
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 formatter_class=HelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[1:]))
-    ap.add_argument("--feature-dim", type=int, default=99)
-    ap.add_argument("--seq-len", type=int, default=64)
-    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--feature-dim", type=int, default=99, help="features per step of the synthetic input")
+    ap.add_argument("--seq-len", type=int, default=64, help="steps per program")
+    ap.add_argument("--batch", type=int, default=512, help="programs per training step")
     ap.add_argument("--group-size", type=int, default=32, help="candidates per LambdaRank group")
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=5, help="untimed steps first")
     ap.add_argument("--steps", type=int, default=30, help="timed steps per path (median reported)")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "gpu_mamba.json"))
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "gpu_mamba.json"), help="the summary JSON")
     args = ap.parse_args()
 
     if not torch.cuda.is_available():

@@ -28,6 +28,7 @@ os.environ.setdefault("TVM_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 from tcl.atomic import write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,12 +65,12 @@ def default_dbs(n_tasks: int = 8) -> list[str]:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--db", nargs="+", default=None, help="stock JSONDatabase directories (default: see above)")
     p.add_argument("--model", default=None, help="TCL ONNX model (default: the shipped one, else a fresh export)")
     p.add_argument("--per-call", type=int, default=512, help="candidates per predict call (one call per task)")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "inloop.json"))
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats per scorer (the median is reported)")
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "inloop.json"), help="the summary JSON")
     args = p.parse_args(argv)
     args.db = args.db or default_dbs()
 

@@ -23,6 +23,7 @@ import torch
 from tcl.export import INPUT_NAMES, example_inputs, export_onnx
 from tcl.model import CostModelConfig, MambaCostModel, lambda_rank_loss
 from tcl.atomic import write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 
 def best_of(fn, repeats):
     fn()  # warm-up
@@ -35,13 +36,13 @@ def best_of(fn, repeats):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--feature-dim", type=int, default=100)
-    ap.add_argument("--seq-len", type=int, default=64)
-    ap.add_argument("--d-model", type=int, default=CostModelConfig.d_model)
-    ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 512])
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "model_speed.json"))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
+    ap.add_argument("--feature-dim", type=int, default=100, help="features per step of the synthetic input")
+    ap.add_argument("--seq-len", type=int, default=64, help="steps per program")
+    ap.add_argument("--d-model", type=int, default=CostModelConfig.d_model, help="model width")
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 512], help="programs per call timed")
+    ap.add_argument("--repeats", type=int, default=5, help="timed repeats per case (the median is reported)")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "model_speed.json"), help="the summary JSON")
     args = ap.parse_args()
 
     torch.set_num_threads(1)  # the tuning loop scores on one thread (MAMBA_NOTES.md)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from tcl.atomic import save_figure, write_json
+from tcl.cli.options import HelpFormatter
 from tcl.tvm.network_tuning import SEARCH, TRIALS_PER_ITER, log_latency_axis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,7 +184,7 @@ def plot(results: dict, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter)
     p.add_argument("--networks", default="resnet18,mobilenet_v2", help="comma separated (default: %(default)s)")
     p.add_argument("--minutes", type=float, default=24.0, help="largest budget: tuning minutes per run (default: %(default)s)")
     p.add_argument("--budgets", default=None,

@@ -26,6 +26,7 @@ import numpy as np
 
 from tcl.metrics import spearman
 from tcl.atomic import write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,10 +86,10 @@ def held_out_weight(dataset: Path) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("paths", nargs="*", help="platform datasets (default: datasets/*/ with platform.json)")
     p.add_argument("--min-programs", type=int, default=10, help="tasks with fewer common programs are left out")
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "platforms.json"))
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "platforms.json"), help="the summary JSON")
     args = p.parse_args(argv)
     paths = [Path(x) for x in args.paths] or sorted(d for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
     lat = {d.name: latencies(d) for d in paths}

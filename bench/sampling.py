@@ -60,6 +60,7 @@ from tcl.program_data import ProgramData, split_tasks, task_key  # noqa: E402
 from tcl.scoring import score_tasks  # noqa: E402
 from tcl.train import train  # noqa: E402
 from tcl.atomic import save_figure, write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 
 
 _DATA: dict = {}  # per process: each platform's data is featurized once
@@ -464,13 +465,13 @@ def runs_to_do(platforms, args, runs: dict) -> list[tuple]:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("paths", nargs="*", help="one dataset per platform (default: datasets/*/)")
     p.add_argument("--methods", nargs="+", default=list(method_names()), choices=[*method_names(), *ORACLES],
                    help="samplers to compare (default: all); the oracle_* diagnostics pick with the true latencies")
-    p.add_argument("--rates", nargs="+", type=float, default=[0.05, 0.1, 0.2, 0.5, 1.0])
-    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rates", nargs="+", type=float, default=[0.05, 0.1, 0.2, 0.5, 1.0], help="shares of each task's programs measured")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds of every method")
+    p.add_argument("--rounds", type=int, default=3, help="picking rounds, each retraining on what is measured so far")
     p.add_argument("--epochs", type=int, default=20, help="training epochs per round")
     p.add_argument("--min-steps", type=int, default=200, help="optimizer steps per round at least")
     p.add_argument("--embedding", choices=EMBEDDINGS, default=None,
@@ -500,9 +501,9 @@ def main(argv=None):
                    help="another invocation's details JSON: rdu run by run against its runs too (its 100%% runs, "
                    "e.g. from scratch, and its sampled runs, e.g. another rdu form)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="when the data has no split")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--speed-sizes", nargs="*", type=int, default=[10_000, 50_000, 100_000])
-    p.add_argument("--task-size", type=int, default=2000)
+    p.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    p.add_argument("--speed-sizes", nargs="*", type=int, default=[10_000, 50_000, 100_000], help="pool sizes at which the C++ picking is timed against the reference")
+    p.add_argument("--task-size", type=int, default=2000, help="programs per task in the timed pools")
     p.add_argument("--dim", type=int, default=128, help="embedding width (the model's d_model)")
     p.add_argument("--jobs", type=int, default=1, help="runs at once, one process each")
     p.add_argument("--fresh", action="store_true", help="ignore the runs stored in the details file")
@@ -512,7 +513,7 @@ def main(argv=None):
                         "until rerun)")
     p.add_argument("--report-only", action="store_true",
                    help="train nothing: summarise the stored runs (and measure the speed part)")
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "sampling.json"))
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "sampling.json"), help="the summary JSON (details and plot go beside it)")
     args = p.parse_args(argv)
     paths = args.paths or sorted(str(d) for d in (ROOT / "datasets").glob("*/") if (d / "platform.json").exists())
     if not paths:

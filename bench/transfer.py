@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from tcl.atomic import write_json  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 from tcl.train_config import TrainConfig  # noqa: E402
 
 
@@ -71,7 +72,7 @@ def named_checkpoint(text: str) -> tuple[str, Path]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("datasets", nargs="*", type=Path, help="platform datasets (default: every datasets/*/)")
     p.add_argument("--checkpoint", type=named_checkpoint, action="append", default=[], metavar="NAME=PATH",
                    help="also score this checkpoint under NAME")
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--work", type=Path, default=Path.home() / ".cache" / "tcl" / "bench-transfer",
                    help="where trained checkpoints are kept and reused")
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "transfer.json")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "transfer.json", help="the summary JSON")
     args = p.parse_args(argv)
     datasets = args.datasets or sorted(d for d in (ROOT / "datasets").iterdir() if (d / "platform.json").is_file())
     seeds = [int(s) for s in args.seeds.split(",") if s]

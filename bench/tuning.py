@@ -32,6 +32,7 @@ os.environ.setdefault("TVM_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 from tcl.atomic import save_figure, write_text  # noqa: E402
+from tcl.cli.options import HelpFormatter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,18 +137,18 @@ def plot(curves: dict, path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--cases", default="resnet18,mobilenet_v2",
                    help="networks, comma separated (mobilenet_v2 and resnet50 are held out of the default model's training)")
-    p.add_argument("--cost-models", default="tcl,xgb,mlp,random")
+    p.add_argument("--cost-models", default="tcl,xgb,mlp,random", help="cost models compared, comma separated")
     p.add_argument("--budgets", default="32,64,128", help="trials per task, comma separated")
     p.add_argument("--seeds", default="0", help="comma separated")
     p.add_argument("--max-tasks", type=int, default=1, help="heaviest tasks per network")
-    p.add_argument("--trials-per-iter", type=int, default=16)
+    p.add_argument("--trials-per-iter", type=int, default=16, help="programs measured per search batch")
     p.add_argument("--model", default=None, help="TCL ONNX model (default: the one shipped in the wheel)")
     p.add_argument("--explore", type=float, default=None,
                    help="TCL's exploration weight (default: tcl.tvm.search_cost_model.DEFAULT_EXPLORE)")
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "tuning.json"))
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "tuning.json"), help="the summary JSON (details and plot go beside it)")
     p.add_argument("--fresh", action="store_true",
                    help="tune every run again (default: reuse stored runs with the same settings)")
     args = p.parse_args(argv)

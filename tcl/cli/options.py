@@ -58,6 +58,17 @@ def names(text: str) -> list[str]:
     return out
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's layout and ends each option's text with its default, unless the text
+    already states one or there is none to state (None, False)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if not action.option_strings or "default" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def with_default(help: str, default_text: str | None = None) -> str:
     """Help text ending in its default: `default_text`, or the option's own default value."""
     return f"{help} (default: {default_text if default_text is not None else '%(default)s'})"

@@ -244,9 +244,10 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         report["cost_model_stats"] = model.stats
     if measure:
         _say(stream, f"{network.name}: compiling, exporting and timing end to end")
-        library = export(network, db, target, out_dir / LIBRARY)
-        report["library"] = str(library)
-        report["end_to_end"] = end_to_end(network, library, target, threads)
+        with _quiet(), native_output_to(out_dir / "logs" / "stderr.log"):
+            library = export(network, db, target, out_dir / LIBRARY)
+            report["library"] = str(library)
+            report["end_to_end"] = end_to_end(network, library, target, threads)
     write_json(out_dir / "report.json", report)
     return report
 
