@@ -79,7 +79,7 @@ def held_out_weight(dataset: Path) -> dict:
     best = np.full(len(data.tasks), np.inf)
     np.minimum.at(best, data.task, data.cost)
     weight = {task_key(data.tasks[i]): sum((data.tasks[i].networks or {"all": data.tasks[i].weight}).values()) * best[i]
-              for i in test_ids}
+              for i in test_ids if np.isfinite(best[i])}  # a task with every program failed weighs nothing
     shares = np.sort(np.array(list(weight.values())) / sum(weight.values()))[::-1]
     return {"tasks": len(shares), "largest_shares": [float(x) for x in shares[:3]],
             "tasks_for_90_percent": int(np.searchsorted(np.cumsum(shares), 0.9) + 1)}
@@ -100,6 +100,9 @@ def main(argv=None):
     for a, b in itertools.permutations([d.name for d in paths], 2):
         r = compare(lat[a], lat[b], args.min_programs)
         result["pairs"][f"{a} -> {b}"] = r
+        if not r["tasks"]:  # e.g. datasets of different hosts, collected independently
+            print(f"{a} -> {b}: no task with {args.min_programs} or more programs measured on both")
+            continue
         print(f"{a} -> {b}: {r['tasks']} tasks; A's fastest program reaches on B a median "
               f"{r['best_elsewhere']['median']:.2f} (min {r['best_elsewhere']['min']:.2f}) of B's best; "
               f"Spearman median {r['spearman']['median']:.2f} (min {r['spearman']['min']:.2f})")
