@@ -381,6 +381,8 @@ def pooled_shares(data, test_ids, top: int = 3) -> list[dict]:
     rows = []
     for t in test_ids:
         idx = data.programs_of([t])
+        if not len(idx):  # every program failed: not in the pooled score
+            continue
         best = float(data.cost[idx].min())
         for net, w in (data.tasks[t].networks or {"all": 1.0}).items():
             rows.append({"task": task_key(data.tasks[t]), "network": net, "programs": int(len(idx)),

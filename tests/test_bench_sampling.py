@@ -122,11 +122,12 @@ def test_pooled_shares_weigh_best_latency_by_occurrences():
     def task(name, networks):
         return SimpleNamespace(workload=name, target="cpu", networks=networks)
 
-    tasks = [task("a", {"bert": 12}), task("b", {"resnet": 2, "other": 1}), task("c", None)]
-    data = SimpleNamespace(tasks=tasks, cost=np.array([1.0, 2.0, 4.0, 5.0, 3.0]),
-                           programs_of=lambda ids: {0: np.array([0, 1]), 1: np.array([2, 3]), 2: np.array([4])}[ids[0]])
-    # numerators: a/bert 12 * 1, b/resnet 2 * 4, b/other 1 * 4, c/all 1 * 3 -> total 27
-    shares = sampling.pooled_shares(data, [0, 1, 2], top=3)
+    tasks = [task("a", {"bert": 12}), task("b", {"resnet": 2, "other": 1}), task("c", None), task("d", {"bert": 1})]
+    programs = {0: np.array([0, 1]), 1: np.array([2, 3]), 2: np.array([4]), 3: np.array([], np.int64)}
+    data = SimpleNamespace(tasks=tasks, cost=np.array([1.0, 2.0, 4.0, 5.0, 3.0]), programs_of=lambda ids: programs[ids[0]])
+    # numerators: a/bert 12 * 1, b/resnet 2 * 4, b/other 1 * 4, c/all 1 * 3 -> total 27; d (every
+    # program failed) is not in the pooled score
+    shares = sampling.pooled_shares(data, [0, 1, 2, 3], top=3)
     assert [(r["task"], r["network"], r["programs"]) for r in shares] == [("a|cpu", "bert", 2), ("b|cpu", "resnet", 2),
                                                                         ("b|cpu", "other", 2)]
     assert [r["share"] for r in shares] == pytest.approx([12 / 27, 8 / 27, 4 / 27])
