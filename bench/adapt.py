@@ -257,8 +257,8 @@ def main(argv=None) -> int:
     else:
         for t in todo:
             record(run_one(*t, args))
-    out = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-                        if k not in ("out", "jobs", "work", "datasets")},
+    # the protocol every stored run shares; which hosts, methods, rates and seeds ran is in "hosts"
+    out = {"settings": {k: getattr(args, k) for k in ("min_programs", "repeat", "min_repeat_ms", "threads")},
            "hosts": summarise(runs), "paired": paired(runs)}
     write_json(args.out, out)
     for host, by_method in out["hosts"].items():
