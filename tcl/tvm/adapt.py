@@ -179,7 +179,7 @@ def adapt_host(networks: list[str], out_dir, config: AdaptConfig | None = None, 
     """Adapt the model at `model_path` (a tcl checkpoint; default the shipped one) to this host or
     the RPC device, for the tasks of `networks` (names or workload specs, tasks_of); writes
     out_dir/model.pt, model.onnx and report.json. TVM's own output goes to out_dir's log files."""
-    from .network_tuning import _quiet, native_output_to, quiet_tvm_console
+    from .console import native_output_to, quiet_tvm_console, quiet_warnings
 
     start = time.time()
     out_dir = Path(out_dir)
@@ -189,7 +189,7 @@ def adapt_host(networks: list[str], out_dir, config: AdaptConfig | None = None, 
     try:
         write_platform(out_dir, target, tracker, key, platform_info)
         quiet_tvm_console()
-        with _quiet(), native_output_to(out_dir / "tvm-stderr.txt") as terminal:
+        with quiet_warnings(), native_output_to(out_dir / "tvm-stderr.txt") as terminal:
             report = _adapt(networks, out_dir, config or AdaptConfig(), model_path, target, tracker, key,
                             terminal if progress_stream is sys.stderr else progress_stream, start)
         write_json(out_dir / "report.json", report)

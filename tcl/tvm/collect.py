@@ -40,6 +40,7 @@ from .collect_session import (
     setup_log,
     write_platform,
 )
+from .console import native_output_to
 from .hardware import platform_descriptor
 from .measure import Budget, Progress, collect_task
 from .remeasure import remeasure  # noqa: F401 (part of this module's API)
@@ -108,12 +109,13 @@ def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random
     rpc_text = write_platform(out_dir, target, tracker, key, platform_info)
     LOG.info("collect %s into %s: %d programs/task, target %s, rpc %s", names, out_dir, programs, target, rpc_text)
 
-    ho = (held_out_hashes(target, out_dir, held_out), tuple(held_out)) if held_out else None
     per_network = []  # [(network, task), ...] per network
-    for n in names:
-        tasks = nets.tasks_for(n, target)
-        LOG.info("%s: %d tasks", n, len(tasks))
-        per_network.append([(n, t) for t in tasks if not task_filter or task_filter in t.name])
+    with native_output_to(Path(out_dir) / "tvm-stderr.txt"):  # TVM's warnings while it extracts tasks
+        ho = (held_out_hashes(target, out_dir, held_out), tuple(held_out)) if held_out else None
+        for n in names:
+            tasks = nets.tasks_for(n, target)
+            LOG.info("%s: %d tasks", n, len(tasks))
+            per_network.append([(n, t) for t in tasks if not task_filter or task_filter in t.name])
     # Round-robin over the networks: a collection cut short still covers every network.
     work = [x for row in itertools.zip_longest(*per_network) for x in row if x is not None]
     if max_tasks is not None:

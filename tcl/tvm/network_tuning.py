@@ -11,12 +11,10 @@ against the untuned build and the framework the network came from, with the same
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +23,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from ..atomic import atomic_path, save_figure, write_json
 from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
+from .console import native_output_to, quiet_tvm_console, quiet_warnings
 from .network_import import Network
 from .networks import extract_tasks
 from .task_scheduler import DeadlineScheduler, TuningProgress
@@ -37,43 +36,6 @@ TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the sched
 # minute, which outweighs its poorer picks (docs/results.md#network_tuning).
 SEARCH = {"population_size": 256, "genetic_num_iters": 2}
 NO_TRIAL_LIMIT = 1 << 30  # MetaSchedule needs a trial budget; with --minutes alone this one never binds
-
-
-def quiet_tvm_console() -> None:
-    """MetaSchedule logs every batch and table to the console; keep warnings there, the rest goes to
-    the run's log files (logs/ under its output directory)."""
-    for handler in logging.getLogger("tvm.s_tir.meta_schedule").handlers:
-        if not isinstance(handler, logging.FileHandler):
-            handler.setLevel(logging.WARNING)
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Warnings third-party code raises on our paths (torch.export's pytree deprecations) stay out
-    of the terminal; ours are errors instead."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=FutureWarning)
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        yield
-
-
-@contextlib.contextmanager
-def native_output_to(log_path: Path):
-    """Sends what TVM's C++ side writes to stderr (its warnings) to log_path for the duration;
-    yields a stream on the real stderr for the progress line."""
-    import sys
-
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(log_path, "a") as log:
-        os.dup2(log.fileno(), 2)
-        try:
-            with os.fdopen(os.dup(saved), "w", buffering=1) as real_stderr:
-                yield real_stderr
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 def _resume(db, contexts, model) -> tuple[list[float], int]:
@@ -115,7 +77,7 @@ def time_calls(fn, repeats: int = 20, max_seconds: float = 20.0) -> dict:
 
 
 def compile_network(network: Network, database, target):
-    with _quiet():
+    with quiet_warnings():
         return ms.relax_integration.compile_relax(database, network.mod, target, params=None)
 
 
@@ -162,7 +124,7 @@ def end_to_end(network: Network, library: Path, target, threads: int) -> dict:
     out["max_abs_output"] = float(max(np.max(np.abs(y)) if y.size else 0.0 for y in b))
     if network.reference is not None:
         label, make = network.reference
-        with _quiet():
+        with quiet_warnings():
             out["reference"] = {"label": label, "threads": threads, **time_calls(make(threads))}
     return out
 
@@ -192,7 +154,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     import_cpu_tensor_intrin()
     out_dir = Path(out_dir)
     (out_dir / "db").mkdir(parents=True, exist_ok=True)
-    with _quiet():
+    with quiet_warnings():
         extracted = extract_tasks(network.mod, target)
     if not extracted:
         raise ValueError(f"{network.name}: no tunable tasks (nothing MetaSchedule can schedule)")
@@ -212,7 +174,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     runner = make_runner(tracker_host=tracker[0] if tracker else None,
                          tracker_port=tracker[1] if tracker else None, tracker_key=key)
     try:
-        with _quiet(), native_output_to(out_dir / "logs" / "stderr.log") as real_stderr:
+        with quiet_warnings(), native_output_to(out_dir / "logs" / "stderr.log") as real_stderr:
             start = time.perf_counter()
             progress = TuningProgress(weights, [c.task_name for c in contexts], start, minutes, trials, prior_best,
                                       stream=stream or real_stderr, label=label or cost_model)
@@ -244,7 +206,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         report["cost_model_stats"] = model.stats
     if measure:
         _say(stream, f"{network.name}: compiling, exporting and timing end to end")
-        with _quiet(), native_output_to(out_dir / "logs" / "stderr.log"):
+        with quiet_warnings(), native_output_to(out_dir / "logs" / "stderr.log"):
             library = export(network, db, target, out_dir / LIBRARY)
             report["library"] = str(library)
             report["end_to_end"] = end_to_end(network, library, target, threads)
