@@ -391,7 +391,7 @@ def test_compress_trains_the_hardware_projection_at_its_own_rate(kb1, column):
         assert torch.equal(p, q) == (n.startswith(("hardware_proj.", "hardware_film")) or "adapter" in n), n  # lr 0 there
     fast = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, hardware_lr=10.0))
     slow = compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], replace(KEEP, hardware_lr=1.0))
-    moved = lambda m: sum(float((p - q).abs().sum()) for p, q in zip(m.hardware_proj.parameters(), kb.hardware_proj.parameters()))
+    moved = lambda m: sum(float((p - q).detach().abs().sum()) for p, q in zip(m.hardware_proj.parameters(), kb.hardware_proj.parameters()))
     assert moved(fast) > 3 * moved(slow)
 
 
