@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sampling import ORACLES, oracle_picks  # noqa: E402
+from sampling import ORACLES, oracle_pool_picks  # noqa: E402
 from transfer import held_out_summary, host_of  # noqa: E402
 
 from tcl.atomic import write_json  # noqa: E402
@@ -115,8 +115,7 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
     from tcl.continual.config import CKDConfig
     from tcl.continual.kb import load_kb
     from tcl.continual.learn import learn_platform
-    from tcl.sampling.sampler import LookupOracle, SamplingConfig, sampling_pool
-    from tcl.sampling.strategies import per_task_budget
+    from tcl.sampling.sampler import LookupOracle, SamplingConfig
     from tcl.train import train
 
     torch.set_num_threads(args.threads)
@@ -135,9 +134,7 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
         model, _, _ = learn_platform(kb, ewc, data, train_ids, preservation(kb, ewc, data, train_ids, ckd))
         measured = data.cost[pool]
     elif method in ORACLES:
-        candidates, group = sampling_pool(data, train_ids)
-        budget = per_task_budget(group, fraction=rate)
-        picks = candidates[oracle_picks(data.cost[candidates], group, budget, method, np.random.default_rng(seed))]
+        picks = oracle_pool_picks(data, train_ids, method, rate, seed)
         measured = data.cost[picks]
         learned = data.measured(picks, measured)
         model, _, _ = learn_platform(kb, ewc, learned, sorted({int(t) for t in learned.task}),

@@ -163,12 +163,17 @@ def oracle_picks(cost, group, budget, kind: str, rng) -> np.ndarray:
     return np.concatenate(picks).astype(np.int64)
 
 
+def oracle_pool_picks(data, pool_ids, kind: str, fraction: float, seed: int) -> np.ndarray:
+    """Program indices of `data`: `fraction` of each task of pool_ids, picked by `kind`."""
+    pool, group = sampling_pool(data, pool_ids)
+    budget = per_task_budget(group, fraction=fraction)
+    return pool[oracle_picks(data.cost[pool], group, budget, kind, np.random.default_rng(seed))]
+
+
 def train_on_oracle_picks(data, pool_ids, kind, cfg: SamplingConfig):
     """The sampler's last round (tcl.sampling.sampler.train_on_measured, same settings and seed)
     on picks made by `kind` with the true latencies."""
-    pool, group = sampling_pool(data, pool_ids)
-    budget = per_task_budget(group, fraction=cfg.fraction)
-    picks = pool[oracle_picks(data.cost[pool], group, budget, kind, np.random.default_rng(cfg.seed))]
+    picks = oracle_pool_picks(data, pool_ids, kind, cfg.fraction, cfg.seed)
     return train_on_measured(data, picks, data.cost[picks], cfg, cfg.rounds - 1, progress=False), picks
 
 
