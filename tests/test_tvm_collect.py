@@ -428,3 +428,18 @@ def test_workers_share_the_runner_and_pin_measurement(tmp_path):
     assert sorted(os.sched_getaffinity(0)) == allowed  # the calling process keeps its CPUs
     with pytest.raises(CollectError, match="leaves no CPU"):
         collect("sweep", tmp_path / "x", 4, default_target(1), measure_cpus=allowed)
+
+
+def test_native_stderr_of_worker_processes_goes_to_the_log(tmp_path, capfd):
+    """What TVM's C++ side of a collecting process writes to stderr (e.g. its warnings about pooling
+    tasks' schedule rules) lands in the dataset's tvm-stderr.txt; the terminal keeps the progress."""
+    from tcl.tvm.console import native_output_to
+
+    log = tmp_path / "tvm-stderr.txt"
+    with native_output_to(log) as terminal:
+        subprocess.run([sys.executable, "-c", "import os; os.write(2, b'Warning: Unknown schedule rule\\n')"],
+                       check=True)
+        print("[collect] 1/1 programs", file=terminal)
+    err = capfd.readouterr().err
+    assert "Unknown schedule rule" not in err and "[collect] 1/1 programs" in err
+    assert "Unknown schedule rule" in log.read_text()

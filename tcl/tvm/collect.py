@@ -109,39 +109,41 @@ def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random
     rpc_text = write_platform(out_dir, target, tracker, key, platform_info)
     LOG.info("collect %s into %s: %d programs/task, target %s, rpc %s", names, out_dir, programs, target, rpc_text)
 
-    per_network = []  # [(network, task), ...] per network
-    with native_output_to(Path(out_dir) / "tvm-stderr.txt"):  # TVM's warnings while it extracts tasks
+    # TVM's C++ warnings (task extraction, and the workers' searches, which inherit this stderr) go to
+    # a file; the terminal keeps the progress line
+    with native_output_to(Path(out_dir) / "tvm-stderr.txt") as terminal:
+        per_network = []  # [(network, task), ...] per network
         ho = (held_out_hashes(target, out_dir, held_out), tuple(held_out)) if held_out else None
         for n in names:
             tasks = nets.tasks_for(n, target)
             LOG.info("%s: %d tasks", n, len(tasks))
             per_network.append([(n, t) for t in tasks if not task_filter or task_filter in t.name])
-    # Round-robin over the networks: a collection cut short still covers every network.
-    work = [x for row in itertools.zip_longest(*per_network) for x in row if x is not None]
-    if max_tasks is not None:
-        work = work[:max_tasks]
+        # Round-robin over the networks: a collection cut short still covers every network.
+        work = [x for row in itertools.zip_longest(*per_network) for x in row if x is not None]
+        if max_tasks is not None:
+            work = work[:max_tasks]
 
-    todo, total = [], 0
-    for n, t in work:
-        d = task_dir(out_dir, t)
-        d.mkdir(exist_ok=True)
-        info = update_task_info(d, t, n, ho)
-        have = count_lines(d / "database_tuning_record.json")
-        if not info.get("exhausted") and have < programs:
-            todo.append((n, t, d))
-            total += programs - have
-    progress = Progress(total, progress_stream)
-    job = dict(out_dir=str(out_dir), programs=programs, target=str(target), tracker=tracker, key=key,
-               repeat=repeat, min_repeat_ms=min_repeat_ms, builder_workers=builder_workers,
-               measure_cpus=measure_cpus, random_fraction=random_fraction, batch_size=batch_size, seed=seed,
-               population=population, deadline=budget.deadline, held_out=ho)
-    try:
-        if workers <= 1 or len(todo) <= 1:
-            stats = _work_on(job, todo, progress)
-        else:
-            stats = _work_in_processes(job, todo, workers, progress)
-    finally:
-        progress.close()
+        todo, total = [], 0
+        for n, t in work:
+            d = task_dir(out_dir, t)
+            d.mkdir(exist_ok=True)
+            info = update_task_info(d, t, n, ho)
+            have = count_lines(d / "database_tuning_record.json")
+            if not info.get("exhausted") and have < programs:
+                todo.append((n, t, d))
+                total += programs - have
+        progress = Progress(total, terminal if progress_stream is sys.stderr else progress_stream)
+        job = dict(out_dir=str(out_dir), programs=programs, target=str(target), tracker=tracker, key=key,
+                   repeat=repeat, min_repeat_ms=min_repeat_ms, builder_workers=builder_workers,
+                   measure_cpus=measure_cpus, random_fraction=random_fraction, batch_size=batch_size, seed=seed,
+                   population=population, deadline=budget.deadline, held_out=ho)
+        try:
+            if workers <= 1 or len(todo) <= 1:
+                stats = _work_on(job, todo, progress)
+            else:
+                stats = _work_in_processes(job, todo, workers, progress)
+        finally:
+            progress.close()
     stopped = "max_minutes" if not budget.left() else None
     result = {"out_dir": str(out_dir), "tasks": len(work), "tasks_worked_on": len(todo),
               **collection_rates(stats, start),
