@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sampling import ORACLES, oracle_pool_picks  # noqa: E402
-from transfer import held_out_summary, host_of  # noqa: E402
+from transfer import held_out_summary, hosts_of  # noqa: E402
 
 from tcl.atomic import write_json  # noqa: E402
 from tcl.cli.options import HelpFormatter  # noqa: E402
@@ -217,9 +217,7 @@ def main(argv=None) -> int:
                    help="the summary; every run is kept beside it in <name>_details.json")
     args = p.parse_args(argv)
     datasets = args.datasets or sorted(d for d in (ROOT / "datasets").iterdir() if (d / "platform.json").is_file())
-    hosts: dict[str, list[Path]] = {}
-    for d in datasets:
-        hosts.setdefault(host_of(d), []).append(d)
+    hosts = hosts_of(datasets)
     if len(hosts) < 2:
         sys.exit("bench/adapt.py needs datasets of two or more physical hosts")
     chosen = {h: own for h, own in hosts.items() if not args.hosts or any(d.name in args.hosts for d in own)}

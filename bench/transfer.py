@@ -29,11 +29,27 @@ from tcl.cli.options import HelpFormatter  # noqa: E402
 from tcl.train_config import TrainConfig  # noqa: E402
 
 
-def host_of(dataset: Path) -> str:
-    """The physical host a dataset was measured on, as a readable key."""
-    p = json.loads((dataset / "platform.json").read_text())
-    ident = [p.get(k) for k in ("vendor", "cpu_family", "cpu_model_number", "cpu_model")]
-    return " ".join(str(v) for v in ident if v is not None) or dataset.name
+def hosts_of(datasets: list[Path]) -> dict[str, list[Path]]:
+    """The datasets grouped by the physical host they were measured on: two are of one host when every
+    identity field both platform.json files record agrees (older files record fewer fields). A host's
+    key names it by the identity fields all of its datasets record."""
+    from tcl.tvm.hardware import HOST_IDENTITY, same_host
+
+    groups: list[list[dict]] = []
+    for d in datasets:
+        p = {**json.loads((d / "platform.json").read_text()), "_path": d}
+        group = next((g for g in groups if not any(same_host(q, p) for q in g)), None)
+        if group is None:
+            groups.append([p])
+        else:
+            group.append(p)
+    out = {}
+    for g in groups:
+        shared = [k for k in ("vendor", "cpu_family", "cpu_model_number", "cpu_model")
+                  if k in HOST_IDENTITY and all(q.get(k) is not None for q in g)]
+        key = " ".join(str(g[0][k]) for k in shared) or g[0]["_path"].name
+        out[key] = [q["_path"] for q in g]
+    return out
 
 
 def held_out_summary(result: dict, min_programs: int) -> dict:
@@ -86,9 +102,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     datasets = args.datasets or sorted(d for d in (ROOT / "datasets").iterdir() if (d / "platform.json").is_file())
     seeds = [int(s) for s in args.seeds.split(",") if s]
-    hosts: dict[str, list[Path]] = {}
-    for d in datasets:
-        hosts.setdefault(host_of(d), []).append(d)
+    hosts = hosts_of(datasets)
 
     from tcl.evaluate import default_model_path
 

@@ -23,12 +23,18 @@ def _dataset(root: Path, name: str, platform: dict) -> Path:
     return d
 
 
-def test_host_of_groups_target_settings_of_one_host(tmp_path):
-    amd = {"vendor": "AuthenticAMD", "cpu_model": "AMD EPYC"}
+def test_hosts_of_groups_target_settings_of_one_host(tmp_path):
+    amd = {"vendor": "AuthenticAMD", "cpu_model": "AMD EPYC", "l3_kb": 32768}
     a = _dataset(tmp_path, "amd-2c", amd)
     b = _dataset(tmp_path, "amd-1c-haswell", {**amd, "vector_bits": 256})
+    # a newer platform.json of the same host records more identity fields
+    n = _dataset(tmp_path, "zen4-epyc-1c", {**amd, "cpu_family": 25, "cpu_model_number": 17})
     c = _dataset(tmp_path, "intel-1c", {"vendor": "GenuineIntel", "cpu_family": 6, "cpu_model_number": 167})
-    assert transfer.host_of(a) == transfer.host_of(b) != transfer.host_of(c)
+    z1 = _dataset(tmp_path, "zen1-epyc-2c", {**amd, "cpu_family": 23, "cpu_model_number": 1, "l3_kb": 8192})
+    hosts = transfer.hosts_of([a, b, n, c, z1])
+    assert hosts == {"AuthenticAMD AMD EPYC": [a, b, n],
+                     "GenuineIntel 6 167": [c],
+                     "AuthenticAMD 23 1 AMD EPYC": [z1]}
 
 
 def test_named_checkpoint_wants_an_existing_file(tmp_path):
