@@ -33,7 +33,7 @@ def hosts_of(datasets: list[Path]) -> dict[str, list[Path]]:
     """The datasets grouped by the physical host they were measured on: two are of one host when every
     identity field both platform.json files record agrees (older files record fewer fields). A host's
     key names it by the identity fields all of its datasets record."""
-    from tcl.tvm.hardware import HOST_IDENTITY, same_host
+    from tcl.tvm.hardware import same_host
 
     groups: list[list[dict]] = []
     for d in datasets:
@@ -46,7 +46,7 @@ def hosts_of(datasets: list[Path]) -> dict[str, list[Path]]:
     out = {}
     for g in groups:
         shared = [k for k in ("vendor", "cpu_family", "cpu_model_number", "cpu_model")
-                  if k in HOST_IDENTITY and all(q.get(k) is not None for q in g)]
+                  if all(q.get(k) is not None for q in g)]
         key = " ".join(str(g[0][k]) for k in shared) or g[0]["_path"].name
         out[key] = [q["_path"] for q in g]
     return out
