@@ -32,7 +32,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
-from tcl.atomic import write_text  # noqa: E402
+from tcl.atomic import atomic_path, write_text  # noqa: E402
 from tcl.cli.options import HelpFormatter  # noqa: E402
 from tcl.continual import (  # noqa: E402
     ActiveColumn,
@@ -158,7 +158,8 @@ def main(argv=None):
             else:
                 columns[column] = progress(kb, datas[1], splits[1][0], c)
                 if stored:
-                    torch.save(columns[column].state_dict(), stored)
+                    with atomic_path(stored) as tmp:  # a killed run leaves no half-written cache entry
+                        torch.save(columns[column].state_dict(), tmp)
             result["columns"][column] = {"top1_new": top1(columns[column], 1), "seconds": time.perf_counter() - t0}
             print(f"column from {column}: Top-1 {result['columns'][column]['top1_new']:.4f} on {result['new']}", flush=True)
         t0 = time.perf_counter()

@@ -82,13 +82,20 @@ def test_bad_output_paths_fail_before_any_work(tmp_path, capsys, out, why):
 @pytest.mark.parametrize("argv", [["train", str(MS_FIXTURE), "--out", "m.pt", "--threads", "-1"],
                                   ["eval", "m.pt", str(MS_FIXTURE), "--threads", "0"],
                                   ["featurize", str(MS_FIXTURE), "--out", "o.npz", "--threads", "x"],
-                                  ["train", str(MS_FIXTURE), "--out", "m.pt", "--epochs", "0"]])
+                                  ["train", str(MS_FIXTURE), "--out", "m.pt", "--epochs", "0"],
+                                  ["collect", "--network", "sweep", "--programs-per-task", "-5"],
+                                  ["collect", "--network", "sweep", "--batch-size", "0"],
+                                  ["collect", "--network", "sweep", "--random-fraction", "7"],
+                                  ["collect", "--network", "sweep", "--max-minutes", "0"],
+                                  ["collect", "--network", "sweep", "--min-repeat-ms", "-1"]])
 def test_bad_counts_are_refused_by_the_parser(argv, capsys):
+    """Refused by argparse, before any work (for collect: before TVM is imported)."""
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "must be 1 or more" in err or "expected a whole number" in err
+    assert any(why in err for why in ("must be 1 or more", "must be 0 or more", "expected a whole number",
+                                       "must be in [0, 1]", "must be above 0"))
 
 
 def test_pack_refuses_a_dataset_being_written(tmp_path, capsys):

@@ -36,6 +36,17 @@ def fraction(text: str) -> float:
     return value
 
 
+def positive_number(text: str) -> float:
+    """An argparse type: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be above 0, got {value}")
+    return value
+
+
 def json_object_file(path: str) -> dict:
     """An argparse type: a file holding one JSON object (e.g. --platform-info), read."""
     import json

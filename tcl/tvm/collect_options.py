@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli.options import json_object_file
+from ..cli.options import fraction, json_object_file, non_negative, positive, positive_number
 from .catalog import HELD_OUT, NETWORK_NAMES, SWEEP
 
 
@@ -14,34 +14,34 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser
     p.add_argument("--out", default=None,
                    help="dataset directory, one per platform (default: datasets/<platform name>, the name "
                         "derived from the host and the target, e.g. datasets/zen1-epyc-2c)")
-    p.add_argument("--programs-per-task", type=int, default=200, help="programs measured per task (default 200)")
+    p.add_argument("--programs-per-task", type=positive, default=200, help="programs measured per task (default 200)")
     p.add_argument("--target", default=None,
                    help="TVM target: JSON dict or 'llvm -mcpu=haswell -num-cores=1' (default: this CPU, all cores)")
-    p.add_argument("--num-cores", type=int, default=None, help="cores the programs use (llvm; default: all)")
+    p.add_argument("--num-cores", type=positive, default=None, help="cores the programs use (llvm; default: all)")
     p.add_argument("--mcpu", default=None, help="LLVM CPU name (llvm), e.g. haswell, x86-64 (default: this CPU)")
     p.add_argument("--rpc", default=None, metavar="HOST:PORT",
                    help="measure through this TVM RPC tracker (default: on this machine)")
     p.add_argument("--key", default=None, help="RPC device key (required with --rpc)")
     p.add_argument("--platform-info", type=json_object_file, default=None, metavar="JSON",
                    help="JSON from `python tcl/tvm/hardware.py` run on the RPC device (default: this host's)")
-    p.add_argument("--max-minutes", type=float, default=None,
+    p.add_argument("--max-minutes", type=positive_number, default=None,
                    help="stop (resumably) after this long (default: run until done)")
-    p.add_argument("--random-fraction", type=float, default=0.5,
+    p.add_argument("--random-fraction", type=fraction, default=0.5,
                    help="share of random (replay-trace) programs per task; the rest come from evolutionary "
                         "search (default 0.5)")
-    p.add_argument("--batch-size", type=int, default=16, help="programs per measured batch (default 16)")
-    p.add_argument("--population", type=int, default=256,
+    p.add_argument("--batch-size", type=positive, default=16, help="programs per measured batch (default 16)")
+    p.add_argument("--population", type=positive, default=256,
                    help="population of the evolutionary search; smaller searches faster (default 256)")
-    p.add_argument("--repeat", type=int, default=3, help="measurement repeats per program (default 3)")
-    p.add_argument("--min-repeat-ms", type=int, default=100,
+    p.add_argument("--repeat", type=positive, default=3, help="measurement repeats per program (default 3)")
+    p.add_argument("--min-repeat-ms", type=non_negative, default=100,
                    help="each repeat runs the program at least this long (default 100)")
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--workers", type=positive, default=1,
                    help="tasks worked on at once, each in its own process: while one runs its programs the "
                         "others search and build; runs never overlap (default 1)")
     p.add_argument("--measure-cpus", default=None, metavar="IDS",
                    help="comma-separated CPU ids the programs run on; searching, building and the rest use the "
                         "other CPUs; give the target as many cores with --num-cores (default: no pinning)")
-    p.add_argument("--max-tasks", type=int, default=None, help="work on at most this many tasks (default: all)")
+    p.add_argument("--max-tasks", type=positive, default=None, help="work on at most this many tasks (default: all)")
     p.add_argument("--task-filter", default=None, help="only tasks whose name contains this (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the program sampling (default 0)")
     p.add_argument("--held-out", default=",".join(HELD_OUT),
