@@ -160,6 +160,7 @@ def test_fuzz_parsers_never_crash(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path, timeout=FUZZ_SECONDS + 120)
     assert r.returncode == 0, f"parser crashed or failed (rc {r.returncode}):\n{r.stderr[-3000:]}"
     n = int(r.stdout.split()[-1])
+    print(r.stdout.strip())  # the number of inputs tried (pytest -rP shows it)
     assert n > 500, r.stdout
 
 
@@ -370,6 +371,7 @@ def test_fuzz_python_layer_raises_only_format_errors(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path, timeout=FUZZ_SECONDS + 300, check=False)
     assert r.returncode == 0, f"an input raised something else than FormatError (rc {r.returncode}):\n{r.stderr[-4000:]}"
     n = int(r.stdout.split()[-1])
+    print(r.stdout.strip())
     assert n > 100, r.stdout
 
 
