@@ -25,12 +25,16 @@ def int_at_least(low: int):
 positive, non_negative = int_at_least(1), int_at_least(0)
 
 
-def fraction(text: str) -> float:
-    """An argparse type: a number in [0, 1]."""
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a number in [0, 1]."""
+    value = _number(text)
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
     return value
@@ -38,10 +42,7 @@ def fraction(text: str) -> float:
 
 def positive_number(text: str) -> float:
     """An argparse type: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    value = _number(text)
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be above 0, got {value}")
     return value
