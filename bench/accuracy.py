@@ -9,8 +9,9 @@ training workloads at once). Training tasks = every task not in the held-out spl
 Columns: size (MB, fp32 parameters; XGB: the saved booster), Top-1 / Top-5 pooled over the held-out
 networks, training seconds, scoring µs per candidate on one thread (tcl/tlp: torch at batch 512;
 xgb/mlp: TVM feature extraction + predict). Writes bench/results/accuracy.json
-({platform: {model: {"top1", "top5", "size_mb", ...}}}) and bench/results/accuracy.png (Top-1 per
-held-out network); per-network numbers and settings go to accuracy_details.json.
+({platform: {model: {"top1", "top5", "size_mb", "network_top1", ...}}}) and
+bench/results/accuracy.png (Top-1 per held-out network, drawn from that summary, so from every
+platform run so far); each run's details and settings go to accuracy_details.json.
 """
 
 from __future__ import annotations
@@ -109,18 +110,26 @@ def tvm_model(kind, fs, data, train_ids, test_ids, args) -> dict:
             "us_per_candidate": t_score / max(n_scored, 1) * 1e6}
 
 
-def plot(results, path):
+def plot(summary, path):
+    """Top-1 per held-out network, one panel per platform, from the summary's `network_top1`
+    (platforms whose models all lack it, i.e. stored before it was kept, are left out)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    results = {platform: {name: m["network_top1"] for name, m in models.items() if "network_top1" in m}
+               for platform, models in summary.items()}
+    results = {platform: models for platform, models in results.items() if models}
+    if not results:
+        print("no platform has per-network Top-1 in the summary: no plot drawn")
+        return
     fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4), squeeze=False)
     for ax, (platform, models) in zip(axes[0], results.items()):
-        nets = sorted({n for m in models.values() for n in m["networks"]})
+        nets = sorted({n for m in models.values() for n in m})
         w = 0.8 / max(len(models), 1)
         for j, (name, m) in enumerate(models.items()):
-            ax.bar(np.arange(len(nets)) + j * w, [m["networks"].get(n, {}).get("top1") or 0 for n in nets],
+            ax.bar(np.arange(len(nets)) + j * w, [m.get(n) or 0 for n in nets],
                    w, label=name)
         ax.set_xticks(np.arange(len(nets)) + 0.4 - w / 2, nets, rotation=20, fontsize=8)
         ax.set_ylabel("Top-1")
@@ -142,7 +151,7 @@ def write(out, detail_path, summary, details, args):
     write_text(out, json.dumps(old, indent=1) + "\n")
     write_text(detail_path, json.dumps({"platforms": old_details, "settings": vars(args)}, indent=1,
                                       default=str) + "\n")
-    return old_details
+    return old
 
 
 def summarize_seeds(runs) -> dict:
@@ -182,7 +191,7 @@ def main(argv=None):
     # Results of models or platforms not run this time are kept, so one model can be re-run alone.
     out = Path(args.out)
     detail_path = out.with_name(out.stem + "_details.json")
-    summary, details = {}, {}
+    summary, details, merged = {}, {}, {}
     for path in paths:
         platform = Path(path).name
         fs = tcl.featurize(path)
@@ -207,12 +216,13 @@ def main(argv=None):
                 pooled = r["metrics"]["pooled"]
                 print(f"  {name:<6}{r['size_mb']:>9.3f}{pooled['top1']:>8.4f}{pooled['top5']:>8.4f}"
                       f"{r['train_seconds']:>9.1f}{r['us_per_candidate']:>9.1f}  seed {seed}", flush=True)
-            summary[platform][name] = summarize_seeds(runs)
             nets = {n: {k: float(np.mean([r["networks"][n][k] for r in runs])) for k in m}
                     for n, m in runs[0]["networks"].items()}
+            summary[platform][name] = {**summarize_seeds(runs),
+                                       "network_top1": {n: m["top1"] for n, m in nets.items()}}
             details[platform][name] = {**runs[0], "networks": nets, "seeds": runs}
-            all_details = write(out, detail_path, summary, details, args)  # after every model
-    plot(all_details, out.with_suffix(".png"))
+            merged = write(out, detail_path, summary, details, args)  # after every model
+    plot(merged, out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
 
 

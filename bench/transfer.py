@@ -4,9 +4,12 @@ Models, each scored on every platform's held-out tasks (task.json "split": "test
 platform's own hardware descriptor:
 - `shipped`: the default model in the wheel (trained on every platform in datasets/, see
   docs/training.md);
-- `without HOST`: the same recipe (`tcl train`'s defaults, --seeds) on every dataset except those of
-  one physical host, i.e. zero-shot transfer to that host. Hosts are told apart by platform.json's
-  vendor and CPU identity, so target settings of one host leave together;
+- `every platform`: trained on every dataset (`tcl train`'s defaults, --seeds), as the shipped model is;
+- `without HOST`: the same on every dataset except those of one physical host, i.e. zero-shot
+  transfer to that host. Hosts are told apart by platform.json's vendor and CPU identity, so target
+  settings of one host leave together;
+  each trained once per --recipes entry: `head` (the descriptor joins at the head, `tcl train`'s
+  default) and/or `film` (`tcl train --hardware-film`: it also scales and shifts the body);
 - any checkpoint given with `--checkpoint NAME=PATH` (e.g. an earlier default model).
 
 Columns: pooled Top-1 / Top-5 (tcl.metrics, weighted as published) and the mean Top-1 over the
@@ -66,17 +69,31 @@ def scores(checkpoint, dataset: Path, min_programs: int, threads: int) -> dict:
     return held_out_summary(evaluate(checkpoint, [str(dataset)], threads=threads), min_programs)
 
 
-def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: int) -> Path:
-    """A checkpoint of `tcl train DATASETS --seed S --epochs E` (reused when already made)."""
+# recipe -> the model configuration `tcl train` builds for it
+RECIPES = {"head": {}, "film": {"hardware_film": True, "hardware_film_steps": True}}
+
+
+def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: int, recipe: str = "head") -> Path:
+    """A checkpoint of `tcl train DATASETS --seed S --epochs E` (with --hardware-film for the film
+    recipe), reused when already made."""
     from tcl.train import fit
 
-    out = work / f"{'+'.join(d.name for d in datasets)}_e{epochs}_s{seed}.pt"
+    tag = "" if recipe == "head" else f"_{recipe}"
+    out = work / f"{'+'.join(d.name for d in datasets)}_e{epochs}_s{seed}{tag}.pt"
     if out.exists():
         print(f"  reusing {out}", file=sys.stderr)
         return out
     work.mkdir(parents=True, exist_ok=True)
-    fit([str(d) for d in datasets], str(out), TrainConfig(epochs=epochs, seed=seed, threads=threads), progress=True)
+    fit([str(d) for d in datasets], str(out), TrainConfig(epochs=epochs, seed=seed, threads=threads),
+        model_config=RECIPES[recipe], progress=True)
     return out
+
+
+def recipe_list(text: str) -> list[str]:
+    names = [r for r in text.split(",") if r]
+    if not names or any(r not in RECIPES for r in names):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {sorted(RECIPES)}, got {text!r}")
+    return names
 
 
 def named_checkpoint(text: str) -> tuple[str, Path]:
@@ -92,7 +109,10 @@ def main(argv=None) -> int:
     p.add_argument("datasets", nargs="*", type=Path, help="platform datasets (default: every datasets/*/)")
     p.add_argument("--checkpoint", type=named_checkpoint, action="append", default=[], metavar="NAME=PATH",
                    help="also score this checkpoint under NAME")
-    p.add_argument("--seeds", default="0", help="seeds of the leave-one-host-out models, comma separated")
+    p.add_argument("--seeds", default="0", help="seeds of the trained models, comma separated")
+    p.add_argument("--recipes", type=recipe_list, default=["head"], help=f"training recipes, of {sorted(RECIPES)}")
+    p.add_argument("--leave-out", action=argparse.BooleanOptionalAction, default=True,
+                   help="also train each recipe once per host without that host's datasets (zero-shot there)")
     p.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="training epochs")
     p.add_argument("--min-programs", type=int, default=16, help="tasks in the task mean have this many programs")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
@@ -108,11 +128,14 @@ def main(argv=None) -> int:
 
     models: dict[str, list[Path]] = {"shipped": [default_model_path()]}
     models.update({name: [path] for name, path in args.checkpoint})
-    for host, own in hosts.items():
-        if len(hosts) > 1:
+    for recipe in args.recipes:
+        tag = "" if args.recipes == ["head"] else f" ({recipe})"
+        models[f"every platform{tag}"] = [trained(datasets, s, args.epochs, args.work, args.threads, recipe)
+                                          for s in seeds]
+        for own in hosts.values() if args.leave_out and len(hosts) > 1 else ():
             rest = [d for d in datasets if d not in own]
-            name = f"without {'+'.join(d.name for d in own)}"
-            models[name] = [trained(rest, s, args.epochs, args.work, args.threads) for s in seeds]
+            models[f"without {'+'.join(d.name for d in own)}{tag}"] = [
+                trained(rest, s, args.epochs, args.work, args.threads, recipe) for s in seeds]
 
     results: dict = {}
     for d in datasets:
@@ -125,7 +148,8 @@ def main(argv=None) -> int:
             m = results[d.name][name]
             print(f"{d.name:24s} {name:40s} top1 {m['top1']:.3f} top5 {m['top5']:.3f} "
                   f"task mean {m['task_mean']:.3f} ({m['tasks']} tasks)")
-    write_json(args.out, {"settings": {"seeds": seeds, "epochs": args.epochs, "min_programs": args.min_programs,
+    write_json(args.out, {"settings": {"seeds": seeds, "epochs": args.epochs, "recipes": args.recipes,
+                                       "min_programs": args.min_programs,
                                        "hosts": {h: [d.name for d in own] for h, own in hosts.items()}},
                           "platforms": results})
     return 0

@@ -93,6 +93,16 @@ def _validate(model, data, val_ids, epoch, hist, best):
     return score, copy.deepcopy(model.state_dict())
 
 
+def _fresh_model(arch: str, model_config: dict | None, data: ProgramData, train_ids) -> torch.nn.Module:
+    """A new model of `arch`; one whose descriptor FiLM-s the body reads it relative to the mean
+    descriptor of the training platforms, so that no platform is the origin of the others."""
+    model = build_model(arch, **(model_config or {}))
+    if getattr(model, "hardware_film", None) is not None:
+        with torch.no_grad():
+            model.hardware_ref.copy_(torch.as_tensor(platform_hardware(data, train_ids), dtype=torch.float32).mean(0))
+    return model
+
+
 def train(data: ProgramData, train_ids, val_ids=(), config: TrainConfig | None = None, *, arch: str = "mamba",
           model_config: dict | None = None, progress: bool = True, device: str = "cpu",
           init: torch.nn.Module | None = None, **settings):
@@ -115,7 +125,8 @@ def train(data: ProgramData, train_ids, val_ids=(), config: TrainConfig | None =
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     seed_everything(cfg.seed)
-    model = (copy.deepcopy(init) if init is not None else build_model(arch, **(model_config or {}))).to(device)
+    model = copy.deepcopy(init) if init is not None else _fresh_model(arch, model_config, data, train_ids)
+    model = model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
     hist = {"loss": [], "val_top1": [], "val_pairwise": [], "epoch_seconds": [], "best_epoch": 0,

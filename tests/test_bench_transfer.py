@@ -57,8 +57,23 @@ def test_every_host_left_out_and_every_model_scored(tmp_path):
     result = json.loads(out.read_text())
     assert set(result["platforms"]) == {"amd-2c", "intel-1c"}
     for cells in result["platforms"].values():
-        assert set(cells) == {"shipped", "without amd-2c", "without intel-1c"}
+        assert set(cells) == {"shipped", "every platform", "without amd-2c", "without intel-1c"}
         for cell in cells.values():
             assert 0 <= cell["top1"] <= 1 and 0 <= cell["task_mean"] <= 1 and cell["tasks"] == 1
-    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["amd-2c_e1_s0.pt", "intel-1c_e1_s0.pt"]
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == [
+        "amd-2c+intel-1c_e1_s0.pt", "amd-2c_e1_s0.pt", "intel-1c_e1_s0.pt"]
     assert transfer.main(args) == 0  # a second run reuses the trained checkpoints
+
+    # the FiLM recipe: its own checkpoint, a body that reads the descriptor centred on the platforms' mean
+    assert transfer.main(args + ["--recipes", "head,film", "--no-leave-out"]) == 0
+    cells = json.loads(out.read_text())["platforms"]["amd-2c"]
+    assert set(cells) == {"shipped", "every platform (head)", "every platform (film)"}
+    from tcl.checkpoint import load_checkpoint
+
+    film, _ = load_checkpoint(tmp_path / "work" / "amd-2c+intel-1c_e1_s0_film.pt")
+    assert film.body_reads_hardware
+    from tcl.hardware import hardware_vector
+
+    platforms = [json.loads((d / "platform.json").read_text()) for d in (a, c)]
+    expected = (hardware_vector(platforms[0]) + hardware_vector(platforms[1])) / 2
+    assert film.hardware_ref.numpy() == pytest.approx(expected, abs=1e-6)

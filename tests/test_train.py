@@ -235,6 +235,18 @@ def test_cli_train_and_eval(tmp_path, capsys):
     assert "2 of 2 tasks (all)" in capsys.readouterr().out
 
 
+def test_cli_train_hardware_film(tmp_path, capsys):
+    out = tmp_path / "film.pt"
+    assert main(["train", str(FIXTURE), "--out", str(out), "--epochs", "1", "--test-fraction", "0.5",
+                 "--d-model", "16", "--group-size", "8", "--quiet", "--threads", "1", "--hardware-film"]) == 0
+    model, ck = load_checkpoint(out)
+    assert model.body_reads_hardware and ck["config"]["hardware_film_steps"]
+    # the FiLM is relative to the mean descriptor of the platforms trained on (here one)
+    assert model.hardware_ref.tolist() == pytest.approx(np.mean(ck["meta"]["hardware"], axis=0).tolist())
+    with pytest.raises(SystemExit, match="mamba"):
+        main(["train", str(FIXTURE), "--out", str(tmp_path / "t.pt"), "--arch", "tlp", "--hardware-film"])
+
+
 def test_cli_eval_uses_the_shipped_default_model(capsys):
     assert DEFAULT_MODEL.is_file(), "the pretrained default model must ship in tcl/data"
     assert main(["eval", str(FIXTURE), "--all", "--json"]) == 0

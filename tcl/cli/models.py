@@ -29,9 +29,13 @@ def run_train(args):
     from ..evaluate import evaluate
     from ..train import fit
 
+    if args.hardware_film and args.arch != "mamba":
+        raise SystemExit("tcl train: --hardware-film is an option of the mamba architecture, not of tlp")
     model_config = {"d_model": args.d_model}
     if args.arch == "mamba":
         model_config.update(n_layer=args.n_layer, d_state=args.d_state)
+        if args.hardware_film:
+            model_config.update(hardware_film=True, hardware_film_steps=True)
     _, ck, data, test_ids = fit(args.paths, args.out, config_from_args(TrainConfig, args), arch=args.arch,
                                 model_config=model_config, progress=not args.quiet)
     m = ck["meta"]
@@ -114,6 +118,9 @@ def add_train(sub):
     t.add_argument("--d-model", type=positive, default=None, help=with_default("model width", size))
     t.add_argument("--n-layer", type=positive, default=None, help=with_default("mamba: layers", size))
     t.add_argument("--d-state", type=positive, default=None, help=with_default("mamba: state size", size))
+    t.add_argument("--hardware-film", action="store_true",
+                   help="mamba: the hardware descriptor also scales and shifts every step and the pooled embedding "
+                   "(FiLM), not only joins at the head (default: off; docs/training.md)")
     add_quiet(t)
     t.set_defaults(run=run_train, out_is_file=True)
 

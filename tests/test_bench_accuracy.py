@@ -1,0 +1,48 @@
+"""bench/accuracy.py: each run merges its platforms into the committed summary, and the plot is
+drawn from that summary, so a run on one platform keeps the panels of the others."""
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "bench" / "accuracy.py")
+accuracy = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(accuracy)
+
+
+def _summary(top1: float) -> dict:
+    return {"top1": top1, "top5": 1.0, "size_mb": 0.35, "network_top1": {"bert_base": top1, "resnet50": top1 / 2}}
+
+
+def test_a_run_on_one_platform_keeps_the_others_in_the_plot(tmp_path, monkeypatch):
+    out = tmp_path / "accuracy.json"
+    details = tmp_path / "accuracy_details.json"
+    args = argparse.Namespace(seeds="0")
+    # an older summary with a platform stored before per-network Top-1 was kept: left out of the plot
+    out.write_text(json.dumps({"old-1c": {"tcl": {"top1": 0.5, "top5": 0.9, "size_mb": 0.35}}}))
+    accuracy.write(out, details, {"amd-1c": {"tcl": _summary(0.8)}}, {"amd-1c": {"tcl": {}}}, args)
+    details.unlink()  # the second run is on another machine: no details of the first
+    merged = accuracy.write(out, details, {"intel-1c": {"tcl": _summary(0.6), "xgb": _summary(0.7)}},
+                            {"intel-1c": {"tcl": {}, "xgb": {}}}, args)
+    assert set(merged) == {"old-1c", "amd-1c", "intel-1c"}
+    assert json.loads(out.read_text()) == merged
+
+    drawn = {}
+
+    def capture(fig, path, **kw):
+        drawn["titles"] = [ax.get_title() for ax in fig.axes]
+        drawn["bars"] = {ax.get_title(): [round(b.get_height(), 3) for b in ax.patches] for ax in fig.axes}
+
+    monkeypatch.setattr(accuracy, "save_figure", capture)
+    accuracy.plot(merged, tmp_path / "accuracy.png")
+    assert drawn["titles"] == ["amd-1c", "intel-1c"]
+    assert drawn["bars"]["amd-1c"] == [0.8, 0.4]
+    assert drawn["bars"]["intel-1c"] == [0.6, 0.3, 0.7, 0.35]
+
+
+def test_no_plot_without_per_network_numbers(tmp_path, capsys):
+    accuracy.plot({"old-1c": {"tcl": {"top1": 0.5}}}, tmp_path / "accuracy.png")
+    assert not (tmp_path / "accuracy.png").exists()
+    assert "no plot drawn" in capsys.readouterr().out
