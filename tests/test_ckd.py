@@ -423,6 +423,14 @@ def test_film_is_zero_at_the_first_platform_and_learns_the_next(platforms, kb1):
             torch.nn.init.normal_(a.up.weight)
         assert torch.allclose(adapted(*x), plain(*x))
         assert not torch.allclose(adapted.embedding(x[0], x[1], other[3]), plain.embedding(x[0], x[1]))
+        # a model trained with FiLM (tcl train --hardware-film) keeps its FiLM and reference, and only
+        # gains the (zero) adapters: it scores every program as before under every descriptor
+        film = with_hardware_film(plain, x[3][0] + 0.5)
+        torch.nn.init.normal_(film.hardware_film_steps.weight)
+        kb_of_film = with_hardware_film(film, x[3][0], adapter_rank=2)
+        assert kb_of_film.encoder_adapter is not None and torch.equal(kb_of_film.hardware_ref, film.hardware_ref)
+        assert torch.equal(kb_of_film(*other), film(*other))
+        assert with_hardware_film(kb_of_film, x[3][0], adapter_rank=2) is kb_of_film
     new = other_hardware(platforms[1])
     new_kb, _, _ = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CFG)
     assert new_kb.hardware_film.weight.abs().sum() > 0  # the new platform's descriptor is not the reference

@@ -33,15 +33,21 @@ def with_hardware_film(model: MambaCostModel, reference, steps: bool = True, ada
     scores every program as before under that descriptor; under another, the FiLM weights
     (zero here) rescale the pooled embedding and (steps) every step's encoder output, and
     (adapter_rank > 0) descriptor adapters change the encoder, in_proj and head. The KB
-    gets them before it learns a second platform, so its size stays constant from then on."""
-    if model.hardware_film is not None:
+    gets them before it learns a second platform, so its size stays constant from then on.
+    A model that has FiLM layers already (a KB, or `tcl train --hardware-film`) keeps them and its
+    reference; it gets only the layers it lacks, zero as well."""
+    has_film = model.hardware_film is not None
+    steps = steps or model.cfg.hardware_film_steps
+    adapter_rank = max(adapter_rank, model.cfg.hardware_adapter_rank)
+    if has_film and steps == model.cfg.hardware_film_steps and adapter_rank == model.cfg.hardware_adapter_rank:
         return model  # a KB already: its reference and layers stay
     out = MambaCostModel(replace(model.cfg, hardware_film=True, hardware_film_steps=steps,
                                  hardware_adapter_rank=adapter_rank))
     missing = out.load_state_dict(model.state_dict(), strict=False).missing_keys
     assert all(k.startswith("hardware_") or "adapter" in k for k in missing), missing
-    with torch.no_grad():
-        out.hardware_ref.copy_(torch.as_tensor(reference, dtype=torch.float32))
+    if not has_film:
+        with torch.no_grad():
+            out.hardware_ref.copy_(torch.as_tensor(reference, dtype=torch.float32))
     return out.train(model.training)
 
 
