@@ -69,13 +69,13 @@ def scores(checkpoint, dataset: Path, min_programs: int, threads: int) -> dict:
     return held_out_summary(evaluate(checkpoint, [str(dataset)], threads=threads), min_programs)
 
 
-# recipe -> the model configuration `tcl train` builds for it
-RECIPES = {"head": {}, "film": {"hardware_film": True, "hardware_film_steps": True}}
+RECIPES = ("head", "film")  # film: tcl.architectures.HARDWARE_FILM, as `tcl train --hardware-film`
 
 
 def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: int, recipe: str = "head") -> Path:
     """A checkpoint of `tcl train DATASETS --seed S --epochs E` (with --hardware-film for the film
     recipe), reused when already made."""
+    from tcl.architectures import HARDWARE_FILM
     from tcl.train import fit
 
     tag = "" if recipe == "head" else f"_{recipe}"
@@ -85,7 +85,7 @@ def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: i
         return out
     work.mkdir(parents=True, exist_ok=True)
     fit([str(d) for d in datasets], str(out), TrainConfig(epochs=epochs, seed=seed, threads=threads),
-        model_config=RECIPES[recipe], progress=True)
+        model_config=HARDWARE_FILM if recipe == "film" else {}, progress=True)
     return out
 
 

@@ -9,10 +9,12 @@ from .hardware import HARDWARE_DIM
 from .model.cost_model import CostModelConfig, MambaCostModel
 from .model.tlp import TLPConfig, TLPCostModel
 
-__all__ = ["ARCHS", "build_model"]
+__all__ = ["ARCHS", "HARDWARE_FILM", "build_model"]
 
 # name -> (config class, model class); a checkpoint names its architecture by these keys
 ARCHS = {"mamba": (CostModelConfig, MambaCostModel), "tlp": (TLPConfig, TLPCostModel)}
+# mamba: the descriptor also FiLM-s every step and the pooled embedding (`tcl train --hardware-film`)
+HARDWARE_FILM = {"hardware_film": True, "hardware_film_steps": True}
 
 
 def build_model(arch: str = "mamba", **config) -> torch.nn.Module:

@@ -26,6 +26,7 @@ ARCH_NAMES = ("mamba", "tlp")  # tcl.architectures.ARCHS, named here so that --h
 
 
 def run_train(args):
+    from ..architectures import HARDWARE_FILM
     from ..evaluate import evaluate
     from ..train import fit
 
@@ -35,7 +36,7 @@ def run_train(args):
     if args.arch == "mamba":
         model_config.update(n_layer=args.n_layer, d_state=args.d_state)
         if args.hardware_film:
-            model_config.update(hardware_film=True, hardware_film_steps=True)
+            model_config.update(HARDWARE_FILM)
     _, ck, data, test_ids = fit(args.paths, args.out, config_from_args(TrainConfig, args), arch=args.arch,
                                 model_config=model_config, progress=not args.quiet)
     m = ck["meta"]
