@@ -18,6 +18,9 @@ run, and
 - latency_ratio_equal_time: XGB's measured end-to-end seconds / TCL's at the largest budget
   (paired by seed, geometric mean),
 - vs_pytorch: PyTorch eager seconds / TCL-tuned seconds at the largest budget (geometric mean),
+- breakdown: where the time goes, task by task (seed 0): each cost model's best latency per conv or
+  matmul task beside PyTorch eager's time per call of the same op (torch.profiler, same threads),
+  and every other task and op summed,
 and bench/results/network_tuning.png (estimated latency vs wall time, every run).
 """
 
@@ -82,6 +85,13 @@ def search_setting(text: str) -> tuple[str, dict]:
         raise argparse.ArgumentTypeError(f"expected MODEL:KEY=VALUE,..., e.g. xgb:population_size=256, got {text!r}")
 
 
+def bench_target(args):
+    from tcl.tvm.builder import default_target
+    from tcl.tvm.targets import parse_target
+
+    return parse_target(args.target) if args.target else default_target()
+
+
 def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
     """One tuning run at the largest budget (reused if already done with these settings), with the
     end-to-end seconds at each budget."""
@@ -108,11 +118,9 @@ def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
                           label=f"{network_name} {kind} s{seed}")
     import tvm
     from tvm.s_tir import meta_schedule as ms
-    from tcl.tvm.builder import default_target
     from tcl.tvm.network_tuning import LIBRARY, export
-    from tcl.tvm.targets import parse_target
 
-    target = parse_target(args.target) if args.target else default_target()
+    target = bench_target(args)
     e2e = {}
     for budget in args.budgets:
         if budget == max(args.budgets):
@@ -129,6 +137,95 @@ def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
            "max_abs_diff_vs_untuned": full["max_abs_diff_vs_untuned"]}
     write_json(done, run)
     return run
+
+
+MATMUL_TASK = ("conv", "matmul", "dense")  # task names whose first two operands are data and weights
+MATMUL_OP = ("conv", "linear", "matmul", "addmm", "bmm")  # PyTorch ops of that kind
+
+
+def task_operands(network, target) -> dict[str, dict]:
+    """Per tuning task: its first two operands' shapes (data and weights of a conv or matmul) and its
+    floating-point operations."""
+    from tcl.tvm.networks import _flops, extract_tasks
+
+    out = {}
+    for task in extract_tasks(network.mod, target):
+        mod = task.dispatched[0]
+        func = mod[mod.get_global_vars()[0]]
+        buffers = [p if hasattr(p, "shape") else func.buffer_map[p] for p in func.params[:2]]  # TIRx: params are buffers
+        shapes = [[int(d) for d in buf.shape] for buf in buffers]
+        out[task.task_name] = {"operands": shapes, "flops": _flops(mod)}
+    return out
+
+
+def pytorch_op_seconds(module, x: tuple, threads: int, iterations: int = 20) -> dict:
+    """PyTorch eager's top-level ops on inputs `x`, keyed by (op, first two input shapes): (seconds per
+    call, calls per inference), from torch.profiler over `iterations` inferences."""
+    import torch
+
+    module = module.eval()
+    torch.set_num_threads(threads)
+    with torch.no_grad():
+        for _ in range(3):
+            module(*x)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+            for _ in range(iterations):
+                module(*x)
+    total, calls = {}, {}
+    for e in prof.events():
+        if e.cpu_parent is None:  # top level: its children's time is inside it
+            key = (e.name, tuple(tuple(s) for s in e.input_shapes[:2]))
+            total[key] = total.get(key, 0.0) + e.cpu_time_total * 1e-6
+            calls[key] = calls.get(key, 0) + 1
+    return {k: (total[k] / calls[k], calls[k] / iterations) for k in total}
+
+
+def matching_op(operands: list, op_seconds: dict):
+    """The PyTorch conv/linear/matmul op whose data and weight shapes are the task's (a 2-D weight
+    may be stored transposed on one side), or None."""
+    if len(operands) < 2:
+        return None
+    data, weight = tuple(operands[0]), tuple(operands[1])
+    weights = {weight, weight[::-1]} if len(weight) == 2 else {weight}
+    for name, shapes in op_seconds:
+        if any(k in name for k in MATMUL_OP) and len(shapes) == 2 and shapes[0] == data and shapes[1] in weights:
+            return name, shapes
+    return None
+
+
+def breakdown(tasks: dict, runs: dict, op_seconds: dict) -> dict:
+    """Where the time goes, task by task: each cost model's best latency per task (seed 0) beside
+    PyTorch eager's time per call of the same conv or matmul; the other tasks and ops summed."""
+    models = [k for k in ("tcl", "xgb") if "0" in runs.get(k, {})]
+    best = {k: {t["name"]: t["best_s"] for t in runs[k]["0"]["tasks"]} for k in models}
+    rows, other = [], {k: 0.0 for k in models}
+    matched = set()
+    for name, info in tasks.items():
+        weight = next(t["weight"] for t in runs[models[0]]["0"]["tasks"] if t["name"] == name)
+        op = matching_op(info["operands"], op_seconds) if any(k in name for k in MATMUL_TASK) else None
+        if op is None:
+            for k in models:  # None once a task has no measured program
+                other[k] = None if other[k] is None or best[k][name] is None else other[k] + weight * best[k][name]
+            continue
+        matched.add(op)
+        rows.append({"task": name, "weight": weight, "gflop": info["flops"] * 1e-9, "pytorch_op": op[0],
+                     "pytorch_s": op_seconds[op][0], **{f"{k}_s": best[k][name] for k in models}})
+    other["pytorch"] = sum(s * n for op, (s, n) in op_seconds.items() if op not in matched)
+    return {"tasks": sorted(rows, key=lambda r: -r["weight"] * r["pytorch_s"]), "other_s": other,
+            "pytorch_profiled_s": sum(s * n for s, n in op_seconds.values())}
+
+
+def print_breakdown(b: dict) -> None:
+    models = [k for k in ("tcl", "xgb") if k in b["other_s"]]
+    print(f"  {'task':44s} {'weight':>6s} {'GFLOP':>6s} " + " ".join(f"{k + ' ms':>8s}" for k in models)
+          + f" {'PyTorch ms':>10s}  PyTorch op")
+    for r in b["tasks"]:
+        print(f"  {r['task'][:44]:44s} {r['weight']:6g} {r['gflop']:6.3f} "
+              + " ".join(f"{(r[k + '_s'] or float('nan')) * 1e3:8.3f}" for k in models)
+              + f" {r['pytorch_s'] * 1e3:10.3f}  {r['pytorch_op']}")
+    print(f"  {'every other task / op, summed':58s} "
+          + " ".join(f"{(b['other_s'][k] or float('nan')) * 1e3:8.3f}" for k in models)
+          + f" {b['other_s']['pytorch'] * 1e3:10.3f}")
 
 
 def summarize(network_runs: dict) -> dict:
@@ -220,6 +317,17 @@ def main(argv=None) -> int:
             print(f"{name}: {kind}, seed {seed}, {args.minutes:g} min", file=sys.stderr)
             runs.setdefault(kind, {})[str(seed)] = run_one(name, kind, seed, args, work)
         results["networks"][name] = {"runs": runs, **summarize(runs)}
+        if "0" in runs.get("tcl", {}):
+            import torch
+
+            from tcl.tvm.network_import import from_builtin
+            from tcl.tvm.networks import NETWORKS
+
+            target = bench_target(args)
+            make, inputs = NETWORKS[name]
+            torch.manual_seed(0)
+            ops = pytorch_op_seconds(make(), inputs(1), int(target.attrs.get("num-cores", 1)))
+            results["networks"][name]["breakdown"] = breakdown(task_operands(from_builtin(name), target), runs, ops)
         from tcl.tvm.hardware import detect_host, platform_name
 
         results["host"] = platform_name(detect_host())
@@ -228,6 +336,8 @@ def main(argv=None) -> int:
     for name, r in results["networks"].items():
         print(f"{name}: time_ratio_to_xgb_final {r['time_ratio_to_xgb_final']}, latency_ratio_equal_time "
               f"{r['latency_ratio_equal_time']}, vs_pytorch {r['vs_pytorch']}")
+        if "breakdown" in r:
+            print_breakdown(r["breakdown"])
     return 0
 
 

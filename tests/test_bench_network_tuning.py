@@ -69,3 +69,62 @@ def test_search_setting_parses_one_cost_models_settings():
     for bad in ("xgb", ":population_size=2", "xgb:population_size", "xgb:population_size=big"):
         with pytest.raises(argparse.ArgumentTypeError, match="MODEL:KEY=VALUE"):
             bench.search_setting(bad)
+
+
+def _tasks(best):
+    return {"tasks": [{"name": n, "weight": w, "best_s": s} for n, (w, s) in best.items()]}
+
+
+def test_breakdown_sets_each_conv_and_matmul_beside_its_pytorch_op():
+    tasks = {"fused_conv2d_add": {"operands": [[1, 3, 8, 8], [4, 3, 3, 3]], "flops": 2e6},
+             "fused_matmul_add": {"operands": [[1, 16], [16, 10]], "flops": 3e2},  # weights transposed by TVM
+             "fused_relu": {"operands": [[1, 4, 6, 6]], "flops": 1e2}}
+    ops = {("aten::conv2d", ((1, 3, 8, 8), (4, 3, 3, 3))): (1e-3, 2.0),
+           ("aten::linear", ((1, 16), (10, 16))): (2e-4, 1.0),
+           ("aten::relu", ((1, 4, 6, 6),)): (5e-5, 2.0),
+           ("aten::add", ((1, 4, 6, 6), (1, 4, 6, 6))): (3e-5, 1.0)}
+    runs = {"tcl": {"0": _tasks({"fused_conv2d_add": (2, 2e-3), "fused_matmul_add": (1, 1e-4), "fused_relu": (2, 1e-5)})},
+            "xgb": {"0": _tasks({"fused_conv2d_add": (2, 3e-3), "fused_matmul_add": (1, None), "fused_relu": (2, 2e-5)})}}
+    b = bench.breakdown(tasks, runs, ops)
+    assert [r["task"] for r in b["tasks"]] == ["fused_conv2d_add", "fused_matmul_add"]  # heaviest in PyTorch first
+    conv, matmul = b["tasks"]
+    assert (conv["pytorch_op"], conv["pytorch_s"], conv["tcl_s"], conv["xgb_s"]) == ("aten::conv2d", 1e-3, 2e-3, 3e-3)
+    assert conv["weight"] == 2 and conv["gflop"] == pytest.approx(2e-3)
+    assert (matmul["pytorch_op"], matmul["tcl_s"], matmul["xgb_s"]) == ("aten::linear", 1e-4, None)
+    # the unmatched task (weight 2) and the unmatched PyTorch ops (relu twice, add once per inference)
+    assert b["other_s"]["tcl"] == pytest.approx(2e-5) and b["other_s"]["xgb"] == pytest.approx(4e-5)
+    assert b["other_s"]["pytorch"] == pytest.approx(2 * 5e-5 + 3e-5)
+    assert b["pytorch_profiled_s"] == pytest.approx(2 * 1e-3 + 2e-4 + 2 * 5e-5 + 3e-5)
+
+
+def test_matching_op_needs_the_data_and_weight_shapes():
+    ops = {("aten::conv2d", ((1, 3, 8, 8), (4, 3, 3, 3))): (1e-3, 1.0), ("aten::add", ((1, 3, 8, 8), (4, 3, 3, 3))): (1, 1)}
+    assert bench.matching_op([[1, 3, 8, 8], [4, 3, 3, 3]], ops) == ("aten::conv2d", ((1, 3, 8, 8), (4, 3, 3, 3)))
+    assert bench.matching_op([[1, 3, 8, 8], [3, 4, 3, 3]], ops) is None  # a 4-D weight is never transposed
+    assert bench.matching_op([[1, 3, 8, 8]], ops) is None
+
+
+def test_a_networks_tasks_meet_their_pytorch_ops():
+    """The shapes TVM's tasks take are the ones torch.profiler records for the same layers."""
+    pytest.importorskip("tvm")
+    torch = pytest.importorskip("torch")
+    from tcl.tvm.network_import import from_torch
+    from tcl.tvm.targets import parse_target
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                 torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 10))
+    x = (torch.randn(1, 3, 8, 8),)
+    tasks = bench.task_operands(from_torch(module, x, "tiny"), parse_target("llvm -num-cores=1"))
+    ops = bench.pytorch_op_seconds(module, x, threads=1, iterations=3)
+    heavy = [name for name in tasks if any(k in name for k in bench.MATMUL_TASK)]
+    assert len(heavy) == 2
+    assert {bench.matching_op(tasks[n]["operands"], ops)[0] for n in heavy} == {"aten::conv2d", "aten::linear"}
+    assert all(tasks[n]["flops"] > 0 for n in heavy)
+    assert all(n == 1.0 and s > 0 for s, n in ops.values())
+
+
+def test_other_tasks_sum_is_none_while_a_task_has_no_program():
+    tasks = {"fused_relu": {"operands": [[1, 4]], "flops": 4.0}}
+    runs = {"tcl": {"0": _tasks({"fused_relu": (1, None)})}}
+    assert bench.breakdown(tasks, runs, {})["other_s"] == {"tcl": None, "pytorch": 0.0}
