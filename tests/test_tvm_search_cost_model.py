@@ -201,6 +201,13 @@ def test_mlp_fixes_let_train_full_meet_a_batch_of_one():
     assert trainer.state.untrained_size == 0
     assert np.isfinite(trainer.predict_incremental([feats[0], feats[1]])).all()
 
+    # an update with a measured batch of one program (a task whose design space is used up)
+    with pytest.raises((IndexError, ValueError)):  # stock: the 0-d prediction breaks the loss, then concatenate
+        trainer.update([feats[0]], np.array([0.5]), "workload9")
+    with mlp_fixes():
+        trainer.update([feats[1]], np.array([0.5]), "workload10")
+    assert "workload10" in trainer.state.data
+
     # without the 0-d fix (StepLR alone patched) the same training fails
     import torch
 

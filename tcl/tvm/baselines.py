@@ -26,8 +26,9 @@ from .dataset import RecordReader
 def mlp_fixes():
     """Two fixes TVM 0.27's MLPModel needs while it trains: train_full passes verbose= to StepLR,
     which torch 2.x removed; and a batch of one program (the data size is 1 more than a multiple of
-    the batch size) comes out of the model as a 0-d tensor that the loss and the top-k score cannot
-    index. Given 1-d, both handle it (a single program has nothing to rank against: loss 0)."""
+    the batch size, e.g. a measured batch of one) comes out of the model as a 0-d tensor that the
+    loss and the top-k score cannot index and that predict_incremental cannot concatenate. Given
+    1-d, all three handle it (a single program has nothing to rank against: loss 0)."""
     from unittest import mock
 
     import torch
@@ -40,9 +41,16 @@ def mlp_fixes():
     def one_d(fn):
         return lambda preds, labels, *a, **kw: fn(torch.atleast_1d(preds), torch.atleast_1d(labels), *a, **kw)
 
+    predict_step = mlp_model.SegmentSumMLPTrainer.predict_step
+
+    def predict_step_1d(self, data):
+        preds, loss, scores = predict_step(self, data)
+        return np.atleast_1d(preds), loss, scores
+
     with mock.patch.object(torch.optim.lr_scheduler, "StepLR", StepLR), \
             mock.patch.object(mlp_model, "lambda_rank_loss", one_d(mlp_model.lambda_rank_loss)), \
-            mock.patch.object(mlp_model, "topk_score", one_d(mlp_model.topk_score)):
+            mock.patch.object(mlp_model, "topk_score", one_d(mlp_model.topk_score)), \
+            mock.patch.object(mlp_model.SegmentSumMLPTrainer, "predict_step", predict_step_1d):
         yield
 
 
