@@ -9,7 +9,8 @@ largest budget is the exported one); PyTorch eager is timed beside it with the s
 
 Runs are kept under --work (one directory per network, cost model and seed, each a `tcl tune`
 output) and reused when run again with the same settings on the same host, so a long benchmark can
-be spread over several sittings. Run it with nothing else on the machine.
+be spread over several sittings; a run left unfinished, or made with other settings, starts again
+from nothing. Run it with nothing else on the machine.
 
 Writes bench/results/network_tuning.json: per network, the curves and end-to-end seconds of every
 run, and
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -112,6 +114,8 @@ def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
         if run["settings"] == settings:
             print(f"  reusing {done}", file=sys.stderr)
             return run
+    if out.exists():  # an interrupted run or other settings: tune_network would resume from its database
+        shutil.rmtree(out)
     network = from_builtin(network_name)
     report = tune_network(network, out, minutes=args.minutes, cost_model=kind, target=args.target, seed=seed,
                           trials_per_iter=args.trials_per_iter, search=settings["search"], measure=False,

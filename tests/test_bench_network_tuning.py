@@ -128,3 +128,27 @@ def test_other_tasks_sum_is_none_while_a_task_has_no_program():
     tasks = {"fused_relu": {"operands": [[1, 4]], "flops": 4.0}}
     runs = {"tcl": {"0": _tasks({"fused_relu": (1, None)})}}
     assert bench.breakdown(tasks, runs, {})["other_s"] == {"tcl": None, "pytorch": 0.0}
+
+
+def test_a_run_not_reused_starts_from_an_empty_directory(tmp_path, monkeypatch):
+    """An interrupted run leaves a database; tuning into it would resume it, and the curve would
+    count only the second sitting's time."""
+    pytest.importorskip("tvm")
+    import argparse
+
+    import tcl.tvm.network_tuning as nt
+
+    out = tmp_path / "resnet18" / "mlp" / "seed0"
+    (out / "db").mkdir(parents=True)
+    (out / "db" / "database_tuning_record.json").write_text("stale\n")
+    seen = {}
+
+    def fake_tune(network, out_dir, **kw):
+        seen["leftover"] = sorted(p.name for p in Path(out_dir).rglob("*"))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(nt, "tune_network", fake_tune)
+    args = argparse.Namespace(minutes=1.0, budgets=[1.0], target=None, trials_per_iter=16, search={})
+    with pytest.raises(RuntimeError, match="stop here"):
+        bench.run_one("resnet18", "mlp", 0, args, tmp_path)
+    assert seen["leftover"] == []
