@@ -94,20 +94,31 @@ def bench_target(args):
     return parse_target(args.target) if args.target else default_target()
 
 
+def run_settings(network, kind: str, args) -> dict:
+    """What a stored run must have been made with to be reused."""
+    import tvm_ffi
+
+    from tcl.runtime import model_sha256
+    from tcl.tvm.hardware import detect_host, platform_name
+
+    settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
+                "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter,
+                "search": args.search.get(kind, SEARCH),
+                "network": str(tvm_ffi.structural_hash(network.mod))}  # the module as imported and tuned
+    if kind == "tcl":  # a run of another shipped model is not reused
+        settings["model_sha256"] = model_sha256()
+    return settings
+
+
 def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
     """One tuning run at the largest budget (reused if already done with these settings), with the
     end-to-end seconds at each budget."""
-    from tcl.runtime import model_sha256
-    from tcl.tvm.hardware import detect_host, platform_name
     from tcl.tvm.network_import import from_builtin
     from tcl.tvm.network_tuning import compile_network, end_to_end, run_library, time_calls, tune_network
 
     out = work / network_name / kind / f"seed{seed}"
-    settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
-                "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter,
-                "search": args.search.get(kind, SEARCH)}
-    if kind == "tcl":  # a run of another shipped model is not reused
-        settings["model_sha256"] = model_sha256()
+    network = from_builtin(network_name)
+    settings = run_settings(network, kind, args)
     done = out / "bench_run.json"
     if done.exists():
         run = json.loads(done.read_text())
@@ -116,7 +127,6 @@ def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
             return run
     if out.exists():  # an interrupted run or other settings: tune_network would resume from its database
         shutil.rmtree(out)
-    network = from_builtin(network_name)
     report = tune_network(network, out, minutes=args.minutes, cost_model=kind, target=args.target, seed=seed,
                           trials_per_iter=args.trials_per_iter, search=settings["search"], measure=False,
                           label=f"{network_name} {kind} s{seed}")

@@ -2,6 +2,7 @@
 smaller budget is compiled from."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,27 @@ def test_a_run_not_reused_starts_from_an_empty_directory(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="stop here"):
         bench.run_one("resnet18", "mlp", 0, args, tmp_path)
     assert seen["leftover"] == []
+
+
+def test_a_run_is_reused_only_for_the_same_imported_network(tmp_path, monkeypatch):
+    """A change to how networks are imported (e.g. batch norm folded) changes the tasks tuned: a run
+    stored before it is made again."""
+    pytest.importorskip("tvm")
+    import argparse
+
+    import tcl.tvm.network_tuning as nt
+    from tcl.tvm.network_import import from_builtin
+
+    def fake_tune(network, out_dir, **kw):
+        raise RuntimeError("tuned again")
+
+    monkeypatch.setattr(nt, "tune_network", fake_tune)
+    args = argparse.Namespace(minutes=1.0, budgets=[1.0], target=None, trials_per_iter=16, search={})
+    settings = bench.run_settings(from_builtin("resnet18"), "xgb", args)
+    done = tmp_path / "resnet18" / "xgb" / "seed0" / "bench_run.json"
+    done.parent.mkdir(parents=True)
+    done.write_text(json.dumps({"settings": settings, "trials": 7}))
+    assert bench.run_one("resnet18", "xgb", 0, args, tmp_path)["trials"] == 7
+    done.write_text(json.dumps({"settings": {**settings, "network": "another module"}, "trials": 7}))
+    with pytest.raises(RuntimeError, match="tuned again"):
+        bench.run_one("resnet18", "xgb", 0, args, tmp_path)

@@ -45,6 +45,44 @@ def bind_weights(mod: tvm.IRModule, params: list | None) -> tvm.IRModule:
     return relax.transform.BindParams("main", dict(zip(weights, params)))(mod)
 
 
+def for_inference(mod: tvm.IRModule, params: list | None) -> tvm.IRModule:
+    """The imported module as it is tuned and compiled: weights bound, every batch norm that follows a
+    convolution folded into its weights and bias, the other batch norms decomposed. Decomposed
+    first, a batch norm leaves a chain of elementwise ops that FuseOps does not join to the
+    activation after it, which then runs as a task of its own; folded, the convolution, its bias and
+    the activation are one task."""
+    from tvm import relax
+
+    mod = bind_weights(mod, params)
+    mod["main"] = _conv_bias_into_batch_norm(mod["main"])
+    mod = relax.transform.FoldBatchnormToConv2D()(mod)
+    return relax.transform.DecomposeOpsForInference()(mod)
+
+
+def _conv_bias_into_batch_norm(func):
+    """batch_norm(conv2d(x, w) + b, mean) -> batch_norm(conv2d(x, w), mean - b): the same values,
+    in the form FoldBatchnormToConv2D folds (it matches a batch norm right after the convolution)."""
+    from tvm import relax
+    from tvm.relax.dpl import is_const, is_op, rewrite_call, wildcard
+
+    conv = is_op("relax.nn.conv2d")(wildcard(), is_const())
+    values, gamma, beta, mean, var = (is_const() for _ in range(5))
+    bias = values | is_op("relax.reshape")(values, wildcard())  # torch's bias comes reshaped to (1, C, 1, 1)
+    norm = is_op("relax.nn.batch_norm")(is_op("relax.add")(conv, bias), gamma, beta, mean, var)
+
+    def rewrite(expr, m):
+        b, mu, axis = m[values].value.numpy(), m[mean].value.numpy(), int(expr.attrs.axis)
+        shape = b.shape if m[bias].same_as(m[values]) else [int(d) for d in m[bias].args[1].values]
+        if mu.ndim != 1 or b.size != mu.size or len(shape) <= axis or shape[axis] != mu.size:
+            return expr  # not one bias per channel of the normalised axis
+        shifted = relax.const((mu - b.reshape(-1)).astype(mu.dtype))
+        a = expr.attrs
+        return relax.op.nn.batch_norm(m[conv], m[gamma], m[beta], shifted, m[var], axis=axis,
+                                      epsilon=float(a.epsilon), center=bool(a.center), scale=bool(a.scale),
+                                      momentum=float(a.momentum), training=bool(a.training))
+    return rewrite_call(norm, rewrite, func)
+
+
 def _torch_reference(module, example_inputs):
     def make(threads: int):
         import torch
@@ -72,9 +110,8 @@ def from_torch(module, example_inputs: tuple, name: str = "torch_module") -> Net
         warnings.simplefilter("ignore", FutureWarning)  # torch's pytree deprecations, raised inside both
         ep = torch.export.export(module, example_inputs)
         mod = from_exported_program(ep, keep_params_as_input=True)
-    mod = relax.transform.DecomposeOpsForInference()(mod)
     mod, params = relax.frontend.detach_params(mod)
-    return Network(name, bind_weights(mod, params.get("main")), [t.numpy() for t in example_inputs],
+    return Network(name, for_inference(mod, params.get("main")), [t.numpy() for t in example_inputs],
                    _torch_reference(module, example_inputs))
 
 
@@ -145,7 +182,6 @@ def from_onnx(path, shapes: dict[str, tuple[int, ...]] | None = None, seed: int 
         else:
             inputs.append(rng.integers(0, 2, shape).astype(dtypes[i.name]))
     mod = relax_from_onnx(model, shape_dict=shapes, dtype_dict=dtypes, keep_params_in_input=True)
-    mod = relax.transform.DecomposeOpsForInference()(mod)
     mod, params = relax.frontend.detach_params(mod)
     names = [i.name for i in graph_inputs]
 
@@ -158,7 +194,7 @@ def from_onnx(path, shapes: dict[str, tuple[int, ...]] | None = None, seed: int 
         sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         feed = dict(zip(names, inputs))
         return lambda: sess.run(None, feed)
-    return Network(path.stem, bind_weights(mod, params.get("main")), inputs, ("onnxruntime", make), names)
+    return Network(path.stem, for_inference(mod, params.get("main")), inputs, ("onnxruntime", make), names)
 
 
 def from_relax(mod: tvm.IRModule, inputs: list[np.ndarray], params: list | None = None,
