@@ -110,14 +110,13 @@ def run_settings(network, kind: str, args) -> dict:
     return settings
 
 
-def run_one(network_name: str, kind: str, seed: int, args, work: Path) -> dict:
-    """One tuning run at the largest budget (reused if already done with these settings), with the
-    end-to-end seconds at each budget."""
-    from tcl.tvm.network_import import from_builtin
+def run_one(network, kind: str, seed: int, args, work: Path) -> dict:
+    """One tuning run of an imported built-in network at the largest budget (reused if already done
+    with these settings), with the end-to-end seconds at each budget."""
     from tcl.tvm.network_tuning import compile_network, end_to_end, run_library, time_calls, tune_network
 
+    network_name = network.name
     out = work / network_name / kind / f"seed{seed}"
-    network = from_builtin(network_name)
     settings = run_settings(network, kind, args)
     done = out / "bench_run.json"
     if done.exists():
@@ -326,22 +325,24 @@ def main(argv=None) -> int:
                             "search": {k: args.search.get(k, SEARCH) for k, _ in plan}},
                "networks": {}}
     for name in [n for n in args.networks.split(",") if n]:
+        from tcl.tvm.network_import import from_builtin
+
+        network = from_builtin(name)
         runs: dict[str, dict[str, dict]] = {}
         for kind, seed in plan:
             print(f"{name}: {kind}, seed {seed}, {args.minutes:g} min", file=sys.stderr)
-            runs.setdefault(kind, {})[str(seed)] = run_one(name, kind, seed, args, work)
+            runs.setdefault(kind, {})[str(seed)] = run_one(network, kind, seed, args, work)
         results["networks"][name] = {"runs": runs, **summarize(runs)}
         if "0" in runs.get("tcl", {}):
             import torch
 
-            from tcl.tvm.network_import import from_builtin
             from tcl.tvm.networks import NETWORKS
 
             target = bench_target(args)
             make, inputs = NETWORKS[name]
             torch.manual_seed(0)
             ops = pytorch_op_seconds(make(), inputs(1), int(target.attrs.get("num-cores", 1)))
-            results["networks"][name]["breakdown"] = breakdown(task_operands(from_builtin(name), target), runs, ops)
+            results["networks"][name]["breakdown"] = breakdown(task_operands(network, target), runs, ops)
         from tcl.tvm.hardware import detect_host, platform_name
 
         results["host"] = platform_name(detect_host())

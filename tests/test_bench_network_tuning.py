@@ -138,6 +138,7 @@ def test_a_run_not_reused_starts_from_an_empty_directory(tmp_path, monkeypatch):
     import argparse
 
     import tcl.tvm.network_tuning as nt
+    from tcl.tvm.network_import import from_builtin
 
     out = tmp_path / "resnet18" / "mlp" / "seed0"
     (out / "db").mkdir(parents=True)
@@ -151,7 +152,7 @@ def test_a_run_not_reused_starts_from_an_empty_directory(tmp_path, monkeypatch):
     monkeypatch.setattr(nt, "tune_network", fake_tune)
     args = argparse.Namespace(minutes=1.0, budgets=[1.0], target=None, trials_per_iter=16, search={})
     with pytest.raises(RuntimeError, match="stop here"):
-        bench.run_one("resnet18", "mlp", 0, args, tmp_path)
+        bench.run_one(from_builtin("resnet18"), "mlp", 0, args, tmp_path)
     assert seen["leftover"] == []
 
 
@@ -169,11 +170,12 @@ def test_a_run_is_reused_only_for_the_same_imported_network(tmp_path, monkeypatc
 
     monkeypatch.setattr(nt, "tune_network", fake_tune)
     args = argparse.Namespace(minutes=1.0, budgets=[1.0], target=None, trials_per_iter=16, search={})
-    settings = bench.run_settings(from_builtin("resnet18"), "xgb", args)
+    network = from_builtin("resnet18")
+    settings = bench.run_settings(network, "xgb", args)
     done = tmp_path / "resnet18" / "xgb" / "seed0" / "bench_run.json"
     done.parent.mkdir(parents=True)
     done.write_text(json.dumps({"settings": settings, "trials": 7}))
-    assert bench.run_one("resnet18", "xgb", 0, args, tmp_path)["trials"] == 7
+    assert bench.run_one(network, "xgb", 0, args, tmp_path)["trials"] == 7
     done.write_text(json.dumps({"settings": {**settings, "network": "another module"}, "trials": 7}))
     with pytest.raises(RuntimeError, match="tuned again"):
-        bench.run_one("resnet18", "xgb", 0, args, tmp_path)
+        bench.run_one(network, "xgb", 0, args, tmp_path)
