@@ -2,9 +2,9 @@
 
 For each physical host in datasets/ (hosts are told apart as in bench/transfer.py), the knowledge
 base (KB) is distilled from the other hosts' datasets one after another (`tcl distill`'s defaults,
-seed 0, kept under --work). It then adapts to the left-out host's dataset (of its target settings,
-the one with the most cores, then the widest vectors: the host as it is) from the programs of its
-training tasks:
+seed 0, kept under --work). It then adapts to the left-out host's dataset (of its datasets, the one
+with the most tasks, then the most cores and the widest vectors) from the programs of its training
+tasks:
 - `rdu`, `random`, `diversity`, `biased_diversity` at each --rates: the sampler picks that share of
   each task's programs in rounds, starting from the KB's signals, and the KB distils them;
 - `full`: the KB distils every training program (rate 1.0);
@@ -51,10 +51,12 @@ METRICS = ("top1", "task_mean")
 
 
 def native_dataset(datasets: list[Path]) -> Path:
-    """Of one host's target settings, the host as it is: most cores, then the widest vectors."""
+    """Of one host's datasets, the one adapted to: the most measured tasks (the widest held-out set to
+    score on), then the most cores and the widest vectors (the host as it is)."""
     def key(d):
         p = json.loads((d / "platform.json").read_text())
-        return (-(p.get("cores") or 0), -(p.get("vector_bits") or 0), d.name)
+        tasks = sum(1 for t in d.iterdir() if (t / "task.json").is_file())
+        return (-tasks, -(p.get("cores") or 0), -(p.get("vector_bits") or 0), d.name)
     return min(datasets, key=key)
 
 

@@ -15,10 +15,23 @@ bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
 
-def test_the_host_as_it_is_has_the_most_cores_then_the_widest_vectors(tmp_path):
+def _platform(root, name, cores, bits, tasks):
+    (root / name).mkdir()
+    (root / name / "platform.json").write_text(json.dumps({"cores": cores, "vector_bits": bits}))
+    for i in range(tasks):
+        (root / name / f"task{i}").mkdir()
+        (root / name / f"task{i}" / "task.json").write_text("{}")
+
+
+def test_the_host_is_adapted_to_on_its_dataset_with_the_most_tasks(tmp_path):
+    for name, cores, bits, tasks in (("a-1c", 1, 512, 3), ("b-2c-sse", 2, 128, 2), ("c-2c", 2, 512, 2)):
+        _platform(tmp_path, name, cores, bits, tasks)
+    assert bench.native_dataset(sorted(tmp_path.iterdir())).name == "a-1c"
+
+
+def test_among_equal_task_counts_the_most_cores_then_the_widest_vectors(tmp_path):
     for name, cores, bits in (("a-1c", 1, 256), ("b-2c-sse", 2, 128), ("c-2c", 2, 512)):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "platform.json").write_text(json.dumps({"cores": cores, "vector_bits": bits}))
+        _platform(tmp_path, name, cores, bits, 2)
     assert bench.native_dataset(sorted(tmp_path.iterdir())).name == "c-2c"
 
 
