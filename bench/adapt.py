@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sampling import ORACLES, oracle_pool_picks  # noqa: E402
-from transfer import held_out_summary, hosts_of  # noqa: E402
+from transfer import data_stamp, held_out_summary, hosts_of  # noqa: E402
 
 from tcl.atomic import write_json  # noqa: E402
 from tcl.cli.options import HelpFormatter  # noqa: E402
@@ -74,15 +74,15 @@ def dataset(path: Path):
 
 
 def knowledge_base(sources: list[Path], work: Path, threads: int) -> Path:
-    """The KB distilled from `sources` in order (reused when made; a lock keeps parallel runs from
-    making it twice)."""
+    """The KB distilled from `sources` in order (reused when made from the same datasets, names and
+    contents; a lock keeps parallel runs from making it twice)."""
     import fcntl
 
     from tcl.continual.config import CKDConfig
     from tcl.continual.kb import save_kb
     from tcl.continual.learn import first_platform, learn_platform
 
-    out = work / ("kb_" + "+".join(d.name for d in sources) + ".pt")
+    out = work / f"kb_{'+'.join(d.name for d in sources)}_{data_stamp(sources)}.pt"
     work.mkdir(parents=True, exist_ok=True)
     with open(out.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

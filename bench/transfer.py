@@ -15,7 +15,8 @@ platform's own hardware descriptor:
 Columns: pooled Top-1 / Top-5 (tcl.metrics, weighted as published) and the mean Top-1 over the
 held-out tasks with at least --min-programs programs (a task of few programs is ranked right by
 luck). Writes bench/results/transfer.json {platform: {model: {"top1", "top5", "task_mean", ...}}};
-trained checkpoints are kept under --work and reused for the same datasets, seed and epochs.
+trained checkpoints are kept under --work and reused for the same datasets (names and contents),
+seed and epochs.
 """
 
 from __future__ import annotations
@@ -69,6 +70,18 @@ def scores(checkpoint, dataset: Path, min_programs: int, threads: int) -> dict:
     return held_out_summary(evaluate(checkpoint, [str(dataset)], threads=threads), min_programs)
 
 
+def data_stamp(datasets: list[Path]) -> str:
+    """A short digest of what the datasets hold (each tuning-record file's path and size), so that a
+    checkpoint kept for datasets of these names is not reused after they gained measurements."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for d in datasets:
+        for f in sorted(d.glob("*/database_tuning_record.json*")):
+            h.update(f"{f.relative_to(d.parent)} {f.stat().st_size}\n".encode())
+    return h.hexdigest()[:10]
+
+
 RECIPES = ("head", "film")  # film: tcl.architectures.HARDWARE_FILM, as `tcl train --hardware-film`
 
 
@@ -79,7 +92,7 @@ def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: i
     from tcl.train import fit
 
     tag = "" if recipe == "head" else f"_{recipe}"
-    out = work / f"{'+'.join(d.name for d in datasets)}_e{epochs}_s{seed}{tag}.pt"
+    out = work / f"{'+'.join(d.name for d in datasets)}_{data_stamp(datasets)}_e{epochs}_s{seed}{tag}.pt"
     if out.exists():
         print(f"  reusing {out}", file=sys.stderr)
         return out

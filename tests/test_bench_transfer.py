@@ -60,8 +60,9 @@ def test_every_host_left_out_and_every_model_scored(tmp_path):
         assert set(cells) == {"shipped", "every platform", "without amd-2c", "without intel-1c"}
         for cell in cells.values():
             assert 0 <= cell["top1"] <= 1 and 0 <= cell["task_mean"] <= 1 and cell["tasks"] == 1
+    stamp = transfer.data_stamp
     assert sorted(p.name for p in (tmp_path / "work").iterdir()) == [
-        "amd-2c+intel-1c_e1_s0.pt", "amd-2c_e1_s0.pt", "intel-1c_e1_s0.pt"]
+        f"amd-2c+intel-1c_{stamp([a, c])}_e1_s0.pt", f"amd-2c_{stamp([a])}_e1_s0.pt", f"intel-1c_{stamp([c])}_e1_s0.pt"]
     assert transfer.main(args) == 0  # a second run reuses the trained checkpoints
 
     # the FiLM recipe: its own checkpoint, a body that reads the descriptor centred on the platforms' mean
@@ -70,10 +71,21 @@ def test_every_host_left_out_and_every_model_scored(tmp_path):
     assert set(cells) == {"shipped", "every platform (head)", "every platform (film)"}
     from tcl.checkpoint import load_checkpoint
 
-    film, _ = load_checkpoint(tmp_path / "work" / "amd-2c+intel-1c_e1_s0_film.pt")
+    film, _ = load_checkpoint(tmp_path / "work" / f"amd-2c+intel-1c_{stamp([a, c])}_e1_s0_film.pt")
     assert film.body_reads_hardware
     from tcl.hardware import hardware_vector
 
     platforms = [json.loads((d / "platform.json").read_text()) for d in (a, c)]
     expected = (hardware_vector(platforms[0]) + hardware_vector(platforms[1])) / 2
     assert film.hardware_ref.numpy() == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_kept_checkpoint_is_not_reused_after_its_datasets_gain_measurements(tmp_path):
+    a = _dataset(tmp_path, "amd-2c", {"vendor": "AuthenticAMD"})
+    b = _dataset(tmp_path, "intel-1c", {"vendor": "GenuineIntel"})
+    before = transfer.data_stamp([a, b])
+    assert transfer.data_stamp([a, b]) == before
+    assert transfer.data_stamp([b, a]) != before  # the order the KB learns them in counts too
+    records = a / "matmul_128" / "database_tuning_record.json"
+    records.write_text(records.read_text() + records.read_text().splitlines()[0] + "\n")
+    assert transfer.data_stamp([a, b]) != before
