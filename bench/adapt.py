@@ -20,7 +20,8 @@ the collector's protocol (--repeat runs of at least --min-repeat-ms each), from 
 builds are not counted.
 
 Every finished run is stored at once in adapt_details.json (ignored by git) and a rerun skips the
-runs stored there, so the grid can be stopped and resumed and seeds added later. Writes
+runs stored there, so the grid can be stopped and resumed and seeds added later. A host whose runs
+were made on another machine keeps its entry in the summary. Writes
 bench/results/adapt.json: {"hosts": {host: {method: {rate: {"top1", "top5", "task_mean",
 "seconds_measured", "seeds"}}}}, "paired": rdu against each method run by run, and its ratio to
 full, per host and rate}.
@@ -199,6 +200,16 @@ def paired(runs: dict) -> dict:
     return out
 
 
+def kept_elsewhere(out: dict, previous: dict, targets: set[str]) -> None:
+    """Adds to `out` the previous summary's hosts that have no stored run here (their runs were made on
+    another machine, whose details file this one lacks), as long as they are still adapted to."""
+    here = set(out["hosts"])
+    for part in ("hosts", "paired"):
+        for host, entry in previous.get(part, {}).items():
+            if host in targets and host not in here:
+                out[part][host] = entry
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=HelpFormatter)
@@ -257,6 +268,8 @@ def main(argv=None) -> int:
     # the protocol every stored run shares; which hosts, methods, rates and seeds ran is in "hosts"
     out = {"settings": {k: getattr(args, k) for k in ("min_programs", "repeat", "min_repeat_ms", "threads")},
            "hosts": summarise(runs), "paired": paired(runs)}
+    kept_elsewhere(out, json.loads(args.out.read_text()) if args.out.is_file() else {},
+                   {native_dataset(own).name for own in hosts.values()})
     write_json(args.out, out)
     for host, by_method in out["hosts"].items():
         for method, by_rate in by_method.items():

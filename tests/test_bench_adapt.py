@@ -59,3 +59,13 @@ def test_summary_and_pairs_per_seed():
     assert pairs["task_mean_ratio_to_full"]["mean"] == pytest.approx((0.6 / 0.8 + 1.0) / 2)
     assert pairs["seconds_ratio_to_full"]["mean"] == pytest.approx(0.1)
     assert pairs["top1_minus_zero_shot"]["mean"] == pytest.approx(0.35)
+
+
+def test_the_summary_keeps_hosts_whose_runs_were_made_on_another_machine():
+    runs = {bench.run_key("h", "rdu", 0.1, 0): _run("rdu", 0.1, 0, 0.6, 0.6, 10.0)}
+    out = {"hosts": bench.summarise(runs), "paired": bench.paired(runs)}
+    previous = {"hosts": {"h": {"stale": 1}, "other": {"rdu": {}}, "gone": {"rdu": {}}},
+                "paired": {"other": {"0.1": {}}, "gone": {"0.1": {}}}}
+    bench.kept_elsewhere(out, previous, {"h", "other"})
+    assert set(out["hosts"]) == {"h", "other"} and set(out["paired"]) == {"h", "other"}
+    assert out["hosts"]["h"] == bench.summarise(runs)["h"]  # this machine's runs win
