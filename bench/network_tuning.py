@@ -100,11 +100,13 @@ def run_settings(network, kind: str, args) -> dict:
 
     from tcl.runtime import model_sha256
     from tcl.tvm.hardware import detect_host, platform_name
+    from tcl.tvm.network_tuning import PREPACK_WEIGHTS
 
     settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
                 "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter,
                 "search": args.search.get(kind, SEARCH),
-                "network": str(tvm_ffi.structural_hash(network.mod))}  # the module as imported and tuned
+                "network": str(tvm_ffi.structural_hash(network.mod)),  # the module as imported and tuned
+                "prepack_weights": PREPACK_WEIGHTS}
     if kind == "tcl":  # a run of another shipped model is not reused
         settings["model_sha256"] = model_sha256()
     return settings
@@ -159,10 +161,11 @@ MATMUL_OP = ("conv", "linear", "matmul", "addmm", "bmm")  # PyTorch ops of that 
 def task_operands(network, target) -> dict[str, dict]:
     """Per tuning task: its first two operands' shapes (data and weights of a conv or matmul) and its
     floating-point operations."""
+    from tcl.tvm.network_tuning import PREPACK_WEIGHTS
     from tcl.tvm.networks import _flops, extract_tasks
 
     out = {}
-    for task in extract_tasks(network.mod, target):
+    for task in extract_tasks(network.mod, target, PREPACK_WEIGHTS):
         mod = task.dispatched[0]
         func = mod[mod.get_global_vars()[0]]
         buffers = [p if hasattr(p, "shape") else func.buffer_map[p] for p in func.params[:2]]  # TIRx: params are buffers

@@ -144,3 +144,41 @@ def test_bad_tune_input_is_one_line(tmp_path, argv, message):
     assert r.returncode == 2, r.stderr
     last = r.stderr.strip().splitlines()[-1]  # argparse prints its usage first
     assert last.startswith("tcl tune: error: ") and message in last, r.stderr
+
+
+def test_prepacked_weights_are_converted_at_compile_time_and_give_the_plain_build_s_outputs(tmp_path):
+    """Tuned with weights layout-free (the default), the programs read blocked weights that the compiled
+    module holds as constants, so no conversion runs per inference; the plain build (weights in the
+    network's layout) is the reference."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.tvm.network_tuning import PREPACK_WEIGHTS, tuned_module
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(8, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
+                                 torch.nn.Conv2d(32, 16, 3, padding=1)).eval()
+    net = from_torch(module, (torch.randn(1, 8, 16, 16),), "tinyconv")
+    assert PREPACK_WEIGHTS
+    got = {}
+    for prepack in (True, False):
+        out = tmp_path / str(prepack)
+        report = tune_network(net, out, trials=16, target=TARGET, trials_per_iter=8, prepack_weights=prepack)
+        assert report["prepack_weights"] is prepack and report["end_to_end"]["max_abs_diff_vs_untuned"] < 1e-4
+        vm, dev = load_library(out / "network.so")
+        got[prepack] = outputs(run_library(vm, dev, net.inputs)())[0]
+        import tvm
+
+        mod = tuned_module(net, ms.database.JSONDatabase(work_dir=str(out / "db")), tvm.target.Target(json.loads(TARGET)),
+                           prepack)
+        main = mod["main"].script()
+        called = sorted({name for name in (g.name_hint for g in mod.get_global_vars()) if f"R.call_tir({name}," in main
+                         or f"R.call_tir(cls.{name}," in main})
+        if prepack:  # the tuned convolutions take converted constants; the conversions themselves were folded away
+            assert called and all(n.endswith("_prepacked") for n in called), called
+            assert "weight_prepack" not in main
+        else:
+            assert not any("prepack" in n for n in called), called
+    with torch.no_grad():
+        want = module(torch.from_numpy(net.inputs[0])).numpy()
+    np.testing.assert_allclose(got[True], want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[True], got[False], rtol=1e-5, atol=1e-6)

@@ -103,7 +103,8 @@ def run_tune(args):
         reports[kind] = tune_network(network, out / kind, minutes=budget, trials=args.trials, cost_model=kind,
                                      model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
                                      seed=args.seed, mlp_data=args.mlp_data, explore=args.explore,
-                                     measure=not args.no_end_to_end, platform_info=args.platform_info)
+                                     measure=not args.no_end_to_end, platform_info=args.platform_info,
+                                     prepack_weights=not args.no_prepack_weights)
     write_json(out / "report.json", {"network": network.name, "runs": reports})
     plot(reports, out / "report.png")
     print_summary(reports, out, network)
@@ -208,6 +209,9 @@ def add_tune(sub):
                                      "this host's; with --rpc, the platform the model was exported with"))
     u.add_argument("--out", default="tune-out", help=with_default("output directory"))
     add_seed(u, "the search")
+    u.add_argument("--no-prepack-weights", action="store_true",
+                   help="tuned programs read the weights in the network's own layout (default: each may choose a "
+                        "blocked layout, converted once at compile time)")
     u.add_argument("--no-end-to-end", action="store_true",
                    help="stop after tuning: no export, no end-to-end timing (default: exported and timed)")
     u.set_defaults(run=run_tune)

@@ -4,8 +4,8 @@ All tasks of the network are tuned in one MetaSchedule session (`ms.tune.tune_ta
 `tune_relax` does): one cost model serves every task, one budget in trials and/or wall-clock
 minutes is shared by the tasks (tcl.tvm.task_scheduler), every measurement goes to a stock
 JSONDatabase. Running again on the same output directory resumes: the database's records seed
-the search and are fed to the cost model first. The tuned network is then compiled with
-`compile_relax`, exported as a shared library, loaded back from that file and timed end to end
+the search and are fed to the cost model first. The tuned network is then compiled with the tuned
+programs (compile_network), exported as a shared library, loaded back from that file and timed end to end
 against the untuned build and the framework the network came from, with the same threads.
 """
 
@@ -25,7 +25,7 @@ from ..atomic import atomic_path, save_figure, write_json
 from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
 from .console import native_output_to, quiet_tvm_console, quiet_warnings
 from .network_import import Network
-from .networks import extract_tasks
+from .networks import extract_tasks, fused_module
 from .task_scheduler import DeadlineScheduler, TuningProgress
 from .tune import make_cost_model, tuned_platform
 
@@ -35,6 +35,9 @@ TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the sched
 # smaller search than TVM's default (population 512, 4 generations) buys more measured programs per
 # minute, which outweighs its poorer picks (docs/results.md#network_tuning).
 SEARCH = {"population_size": 256, "genetic_num_iters": 2}
+# Weights are constants: tuned programs may read them in a blocked layout of their own, converted once
+# at compile time (docs/results.md#network_tuning).
+PREPACK_WEIGHTS = True
 NO_TRIAL_LIMIT = 1 << 30  # MetaSchedule needs a trial budget; with --minutes alone this one never binds
 
 
@@ -76,9 +79,29 @@ def time_calls(fn, repeats: int = 20, max_seconds: float = 20.0) -> dict:
             "repeats": len(times)}
 
 
-def compile_network(network: Network, database, target):
-    with quiet_warnings():
-        return ms.relax_integration.compile_relax(database, network.mod, target, params=None)
+def tuned_module(network: Network, database, target, prepack_weights: bool = PREPACK_WEIGHTS) -> tvm.IRModule:
+    """The network's fused module with the database's programs for its fused functions (the others as
+    legalized). With `prepack_weights` (as tuned), the weight-layout conversions the tuned programs ask
+    for are split off and folded into the constants: done here once, not at every inference."""
+    from tvm import relax
+
+    mod = fused_module(network.mod, target, prepack_weights)
+    with quiet_warnings(), target, database, tvm.transform.PassContext(opt_level=3):
+        passes = [relax.transform.MetaScheduleApplyDatabase()]  # needs the target in context
+        if prepack_weights:
+            passes += [relax.transform.SplitLayoutRewritePreproc(), relax.transform.FoldConstant()]
+        return tvm.transform.Sequential(passes)(mod)
+
+
+def compile_network(network: Network, database, target, prepack_weights: bool = PREPACK_WEIGHTS):
+    """The VM executable of tuned_module."""
+    from tvm import relax
+    from tvm.relax.backend.cpu_generic import pipeline  # relax.pipeline's dispatch to it is broken here
+
+    mod = tuned_module(network, database, target, prepack_weights)
+    lower = tvm.transform.Sequential([*pipeline.dataflow_lower_passes(target), *pipeline.finalize_passes(target)])
+    with quiet_warnings(), target, tvm.transform.PassContext(opt_level=3):
+        return relax.build(mod, target=target, relax_pipeline=lower)
 
 
 def load_library(path):
@@ -102,21 +125,23 @@ def run_library(vm, dev, inputs):
     return lambda: vm["main"](*args)
 
 
-def export(network: Network, database, target, path) -> Path:
-    exe = compile_network(network, database, target)
+def export(network: Network, database, target, path, prepack_weights: bool = PREPACK_WEIGHTS) -> Path:
+    exe = compile_network(network, database, target, prepack_weights)
     path = Path(path)
     with atomic_path(path) as tmp:
         exe.export_library(str(tmp))
     return path
 
 
-def end_to_end(network: Network, library: Path, target, threads: int) -> dict:
+def end_to_end(network: Network, library: Path, target, threads: int,
+               prepack_weights: bool = PREPACK_WEIGHTS) -> dict:
     """Times the exported library (loaded back from its file), the untuned build and the network's
     own framework, batch as given, one call at a time; checks the tuned outputs against the untuned."""
     vm, dev = load_library(library)
     tuned = run_library(vm, dev, network.inputs)
     out = {"tuned": time_calls(tuned)}
-    untuned_vm = tvm.relax.VirtualMachine(compile_network(network, ms.database.MemoryDatabase(), target), dev)
+    untuned_exe = compile_network(network, ms.database.MemoryDatabase(), target, prepack_weights)
+    untuned_vm = tvm.relax.VirtualMachine(untuned_exe, dev)
     untuned = run_library(untuned_vm, dev, network.inputs)
     out["untuned"] = time_calls(untuned, repeats=5)
     a, b = outputs(tuned()), outputs(untuned())
@@ -133,11 +158,13 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
                  cost_model: str = "tcl", model_path=None, target=None, rpc: str | None = None,
                  key: str | None = None, trials_per_iter: int = TRIALS_PER_ITER, seed: int = 0, mlp_data=None,
                  explore: float | None = None, search: dict | None = None, measure: bool = True, stream=None,
-                 label: str | None = None, platform_info: dict | None = None) -> dict:
+                 label: str | None = None, platform_info: dict | None = None,
+                 prepack_weights: bool = PREPACK_WEIGHTS) -> dict:
     """Tunes every task of `network` within the budget (minutes and/or trials, at least one), writes
     out_dir/{db, logs, network.so, report.json} and returns the report. `search`: keyword arguments
     of MetaSchedule's EvolutionarySearch (population_size, genetic_num_iters, ...); default SEARCH.
-    platform_info: an RPC device's hardware (tcl.tvm.tune.tuned_platform)."""
+    platform_info: an RPC device's hardware (tcl.tvm.tune.tuned_platform). prepack_weights: the tuned
+    programs may choose their weights' layout (networks.fused_module)."""
     from .collect_session import check_rpc
     from .targets import parse_target
 
@@ -155,7 +182,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     out_dir = Path(out_dir)
     (out_dir / "db").mkdir(parents=True, exist_ok=True)
     with quiet_warnings():
-        extracted = extract_tasks(network.mod, target)
+        extracted = extract_tasks(network.mod, target, prepack_weights)
     if not extracted:
         raise ValueError(f"{network.name}: no tunable tasks (nothing MetaSchedule can schedule)")
     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)  # console level of its loggers
@@ -192,6 +219,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     estimate, with_result = progress.estimate()
     report = {
         "network": network.name, "cost_model": cost_model, "target": str(target), "threads": threads,
+        "prepack_weights": prepack_weights,
         "platform": platform and platform["name"],
         "budget": {"minutes": minutes, "trials": trials}, "search": search, "seconds": seconds,
         "trials": progress.trials,
@@ -207,9 +235,9 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     if measure:
         _say(stream, f"{network.name}: compiling, exporting and timing end to end")
         with quiet_warnings(), native_output_to(out_dir / "logs" / "stderr.log"):
-            library = export(network, db, target, out_dir / LIBRARY)
+            library = export(network, db, target, out_dir / LIBRARY, prepack_weights)
             report["library"] = str(library)
-            report["end_to_end"] = end_to_end(network, library, target, threads)
+            report["end_to_end"] = end_to_end(network, library, target, threads, prepack_weights)
     write_json(out_dir / "report.json", report)
     return report
 

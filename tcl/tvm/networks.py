@@ -1,8 +1,8 @@
 """Networks written in plain PyTorch (no downloads) and their MetaSchedule tuning tasks.
 
 `network_tasks(name, target)` imports a network through torch.export -> Relax (tcl.tvm.network_import),
-runs the passes `ms.relax_integration.compile_relax` runs before applying a database (so database
-keys match), and returns the extracted tasks with their weights (occurrences) and FLOPs. `sweep_tasks()` gives the
+runs the passes that precede applying a database when it is compiled (so database keys match), and
+returns the extracted tasks with their weights (occurrences) and FLOPs. `sweep_tasks()` gives the
 synthetic operator sweep (tcl.tvm.sweep) for wider coverage.
 Weights are random: they do not change the tasks.
 """
@@ -81,9 +81,11 @@ def _flops(mod: tvm.IRModule) -> float:
     return float(estimate_tir_flops(mod))
 
 
-def extract_tasks(mod: tvm.IRModule, target) -> list:
-    """MetaSchedule's tuning tasks (ExtractedTask) of a Relax module whose weights are bound, after
-    the passes `ms.relax_integration.compile_relax` runs before it looks up the database."""
+def fused_module(mod: tvm.IRModule, target, prepack_weights: bool = False) -> tvm.IRModule:
+    """A Relax module whose weights are bound, as MetaSchedule tunes it: library dispatch, operators
+    legalized to TIR and fused. With `prepack_weights` the constant inputs of every fused function are
+    marked layout-free, so a tuned program may read its weights in a layout of its own choosing (they
+    are converted once, at compile time, by compile_network)."""
     from tvm import relax
     from tvm.relax import pipeline
 
@@ -95,9 +97,16 @@ def extract_tasks(mod: tvm.IRModule, target) -> list:
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
     ]
+    if prepack_weights:
+        passes.append(relax.transform.AttachAttrLayoutFreeBuffers())
     with target, tvm.transform.PassContext(opt_level=3):
-        mod = tvm.transform.Sequential(passes)(mod)
-    return list(ms.relax_integration.extract_tasks(mod, target))
+        return tvm.transform.Sequential(passes)(mod)
+
+
+def extract_tasks(mod: tvm.IRModule, target, prepack_weights: bool = False) -> list:
+    """MetaSchedule's tuning tasks (ExtractedTask) of a Relax module whose weights are bound, from the
+    module as fused_module gives it (as compile_network compiles it, so database keys match)."""
+    return list(ms.relax_integration.extract_tasks(fused_module(mod, target, prepack_weights), target))
 
 
 def network_tasks(name: str, target, batch: int = 1) -> list[Task]:
