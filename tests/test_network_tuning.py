@@ -150,6 +150,7 @@ def test_prepacked_weights_are_converted_at_compile_time_and_give_the_plain_buil
     """Tuned with weights layout-free (the default), the programs read blocked weights that the compiled
     module holds as constants, so no conversion runs per inference; the plain build (weights in the
     network's layout) is the reference."""
+    import tvm
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.tvm.network_tuning import PREPACK_WEIGHTS, tuned_module
@@ -166,8 +167,6 @@ def test_prepacked_weights_are_converted_at_compile_time_and_give_the_plain_buil
         assert report["prepack_weights"] is prepack and report["end_to_end"]["max_abs_diff_vs_untuned"] < 1e-4
         vm, dev = load_library(out / "network.so")
         got[prepack] = outputs(run_library(vm, dev, net.inputs)())[0]
-        import tvm
-
         mod = tuned_module(net, ms.database.JSONDatabase(work_dir=str(out / "db")), tvm.target.Target(json.loads(TARGET)),
                            prepack)
         main = mod["main"].script()

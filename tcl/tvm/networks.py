@@ -81,7 +81,7 @@ def _flops(mod: tvm.IRModule) -> float:
     return float(estimate_tir_flops(mod))
 
 
-def fused_module(mod: tvm.IRModule, target, prepack_weights: bool = False) -> tvm.IRModule:
+def fused_module(mod: tvm.IRModule, target, prepack_weights: bool) -> tvm.IRModule:
     """A Relax module whose weights are bound, as MetaSchedule tunes it: library dispatch, operators
     legalized to TIR and fused. With `prepack_weights` the constant inputs of every fused function are
     marked layout-free, so a tuned program may read its weights in a layout of its own choosing (they
