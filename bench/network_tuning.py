@@ -38,7 +38,8 @@ import numpy as np
 
 from tcl.atomic import save_figure, write_json
 from tcl.cli.options import HelpFormatter
-from tcl.tvm.network_tuning import SEARCH, TRIALS_PER_ITER, log_latency_axis
+from tcl.tvm.network_tuning import log_latency_axis
+from tcl.tvm.network_tuning_config import PREPACK_WEIGHTS, SEARCH, TRIALS_PER_ITER
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "network_tuning.json"
@@ -100,7 +101,6 @@ def run_settings(network, kind: str, args) -> dict:
 
     from tcl.runtime import model_sha256
     from tcl.tvm.hardware import detect_host, platform_name
-    from tcl.tvm.network_tuning import PREPACK_WEIGHTS
 
     settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
                 "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter,
@@ -161,7 +161,6 @@ MATMUL_OP = ("conv", "linear", "matmul", "addmm", "bmm")  # PyTorch ops of that 
 def task_operands(network, target) -> dict[str, dict]:
     """Per tuning task: its first two operands' shapes (data and weights of a conv or matmul) and its
     floating-point operations."""
-    from tcl.tvm.network_tuning import PREPACK_WEIGHTS
     from tcl.tvm.networks import _flops, extract_tasks
 
     out = {}

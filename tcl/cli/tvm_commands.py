@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import FormatError, MissingDependencyError
 from ..tvm.catalog import NETWORK_NAMES
+from ..tvm.network_tuning_config import DEFAULT_MINUTES, PREPACK_WEIGHTS
 from .options import add_field, add_seed, config_from_args, fraction, json_object_file, names, positive, with_default
 
 COST_MODELS = ("tcl", "xgb", "mlp", "random")
@@ -104,7 +105,7 @@ def run_tune(args):
                                      model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
                                      seed=args.seed, mlp_data=args.mlp_data, explore=args.explore,
                                      measure=not args.no_end_to_end, platform_info=args.platform_info,
-                                     prepack_weights=not args.no_prepack_weights)
+                                     prepack_weights=args.prepack_weights)
     write_json(out / "report.json", {"network": network.name, "runs": reports})
     plot(reports, out / "report.png")
     print_summary(reports, out, network)
@@ -158,7 +159,6 @@ def run_collect(args):
         raise FormatError(str(e)) from None
 
 
-DEFAULT_MINUTES = 6.0  # tuning budget of `tcl tune` when neither --minutes nor --trials is given
 DEFAULT_WORKLOAD_TRIALS = 64
 
 
@@ -209,9 +209,10 @@ def add_tune(sub):
                                      "this host's; with --rpc, the platform the model was exported with"))
     u.add_argument("--out", default="tune-out", help=with_default("output directory"))
     add_seed(u, "the search")
-    u.add_argument("--no-prepack-weights", action="store_true",
-                   help="tuned programs read the weights in the network's own layout (default: each may choose a "
-                        "blocked layout, converted once at compile time)")
+    u.add_argument("--prepack-weights", action=argparse.BooleanOptionalAction, default=PREPACK_WEIGHTS,
+                   help=with_default("each tuned program may read the weights in a blocked layout of its own, "
+                                     "converted once at compile time; --no-prepack-weights keeps the network's "
+                                     "layout", "on" if PREPACK_WEIGHTS else "off"))
     u.add_argument("--no-end-to-end", action="store_true",
                    help="stop after tuning: no export, no end-to-end timing (default: exported and timed)")
     u.set_defaults(run=run_tune)

@@ -25,19 +25,12 @@ from ..atomic import atomic_path, save_figure, write_json
 from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
 from .console import native_output_to, quiet_tvm_console, quiet_warnings
 from .network_import import Network
+from .network_tuning_config import PREPACK_WEIGHTS, SEARCH, TRIALS_PER_ITER
 from .networks import extract_tasks, fused_module
 from .task_scheduler import DeadlineScheduler, TuningProgress
 from .tune import make_cost_model, tuned_platform
 
 LIBRARY = "network.so"
-TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the scheduler move between tasks often
-# EvolutionarySearch settings for every cost model: searching is most of a batch's wall time, and a
-# smaller search than TVM's default (population 512, 4 generations) buys more measured programs per
-# minute, which outweighs its poorer picks (docs/results.md#network_tuning).
-SEARCH = {"population_size": 256, "genetic_num_iters": 2}
-# Weights are constants: tuned programs may read them in a blocked layout of their own, converted once
-# at compile time (docs/results.md#network_tuning).
-PREPACK_WEIGHTS = True
 NO_TRIAL_LIMIT = 1 << 30  # MetaSchedule needs a trial budget; with --minutes alone this one never binds
 
 

@@ -1,0 +1,11 @@
+"""The settings of whole-network tuning (no TVM import: `tcl tune --help` states them without apache-tvm)."""
+
+DEFAULT_MINUTES = 6.0  # tuning budget of `tcl tune` when neither --minutes nor --trials is given
+TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the scheduler move between tasks often
+# EvolutionarySearch settings for every cost model: searching is most of a batch's wall time, and a
+# smaller search than TVM's default (population 512, 4 generations) buys more measured programs per
+# minute, which outweighs its poorer picks (docs/results.md#network_tuning).
+SEARCH = {"population_size": 256, "genetic_num_iters": 2}
+# Weights are constants: tuned programs may read them in a blocked layout of their own, converted once
+# at compile time (docs/results.md#network_tuning).
+PREPACK_WEIGHTS = True
