@@ -74,12 +74,13 @@ def dataset(path: Path):
     return _DATA[path]
 
 
-def knowledge_base(sources: list[Path], work: Path, threads: int) -> Path:
-    """The KB distilled from `sources` in order (reused when made from the same datasets, names and
+def knowledge_base(sources: list[Path], work: Path, cfg) -> Path:
+    """The KB distilled from `sources` in order with CKDConfig `cfg`, each platform kept as
+    tcl.continual.adapt.preservation allows (reused when made from the same datasets, names and
     contents; a lock keeps parallel runs from making it twice)."""
     import fcntl
 
-    from tcl.continual.config import CKDConfig
+    from tcl.continual.adapt import preservation
     from tcl.continual.kb import save_kb
     from tcl.continual.learn import first_platform, learn_platform
 
@@ -88,13 +89,12 @@ def knowledge_base(sources: list[Path], work: Path, threads: int) -> Path:
     with open(out.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not out.is_file():
-            cfg = CKDConfig(threads=threads)
             kb = ewc = None
             for d in sources:
                 data, train_ids, _ = dataset(d)
                 print(f"  distilling {d.name} into the KB", file=sys.stderr, flush=True)
                 kb, ewc, _ = (first_platform(data, train_ids, cfg) if kb is None
-                              else learn_platform(kb, ewc, data, train_ids, cfg))
+                              else learn_platform(kb, ewc, data, train_ids, preservation(kb, ewc, data, train_ids, cfg)))
             save_kb(out, kb, ewc, {"platforms": [str(d) for d in sources]})
     return out
 
@@ -237,10 +237,13 @@ def main(argv=None) -> int:
     details = args.out.with_name(args.out.stem + "_details.json")
     runs = json.loads(details.read_text())["runs"] if details.is_file() else {}
 
+    from tcl.continual.config import CKDConfig
+
     todo = []
     for host, own in chosen.items():
         target = native_dataset(own)
-        kb = knowledge_base([d for d in datasets if d not in own], args.work, max(args.threads * args.jobs, 1))
+        kb = knowledge_base([d for d in datasets if d not in own], args.work,
+                            CKDConfig(threads=max(args.threads * args.jobs, 1)))
         for seed in args.seeds:
             for m in args.methods:
                 for rate in ([WHOLE[m]] if m in WHOLE else args.rates):

@@ -69,3 +69,24 @@ def test_the_summary_keeps_hosts_whose_runs_were_made_on_another_machine():
     bench.kept_elsewhere(out, previous, {"h", "other"})
     assert set(out["hosts"]) == {"h", "other"} and set(out["paired"]) == {"h", "other"}
     assert out["hosts"]["h"] == bench.summarise(runs)["h"]  # this machine's runs win
+
+
+def test_a_kb_source_whose_descriptor_the_kb_already_spans_is_kept_not_refused(tmp_path):
+    """Target settings of one host can make a source's descriptor a combination of the earlier ones';
+    the KB is still made (the earlier platforms kept as tcl.continual.adapt.preservation allows)."""
+    import shutil
+
+    from test_features import MS_FIXTURE
+
+    from tcl.continual.config import CKDConfig
+    from tcl.continual.kb import load_kb
+
+    sources = []
+    for name in ("a", "b"):  # the same hardware twice
+        for task in ("matmul_128", "conv2d_1x16x14x14_32_3x3"):
+            shutil.copytree(MS_FIXTURE / task, tmp_path / name / task)
+        (tmp_path / name / "platform.json").write_text(json.dumps({"cores": 2, "vector_bits": 512}))
+        sources.append(tmp_path / name)
+    cfg = CKDConfig(progress_epochs=1, compress_epochs=1, min_steps=0, threads=1)
+    kb = bench.knowledge_base(sources, tmp_path / "work", cfg)
+    assert load_kb(kb)[1].platforms == 2
