@@ -93,8 +93,10 @@ def knowledge_base(sources: list[Path], work: Path, cfg) -> Path:
             for d in sources:
                 data, train_ids, _ = dataset(d)
                 print(f"  distilling {d.name} into the KB", file=sys.stderr, flush=True)
-                kb, ewc, _ = (first_platform(data, train_ids, cfg) if kb is None
-                              else learn_platform(kb, ewc, data, train_ids, preservation(kb, ewc, data, train_ids, cfg)))
+                if kb is None:
+                    kb, ewc, _ = first_platform(data, train_ids, cfg)
+                else:
+                    kb, ewc, _ = learn_platform(kb, ewc, data, train_ids, preservation(kb, ewc, data, train_ids, cfg))
             save_kb(out, kb, ewc, {"platforms": [str(d) for d in sources]})
     return out
 
