@@ -7,9 +7,9 @@ training workloads at once). Training tasks = every task not in the held-out spl
 --test-fraction of the tasks). All are scored by tcl.metrics on the held-out tasks.
 
 Columns: size (MB, fp32 parameters; XGB: the saved booster), Top-1 / Top-5 pooled over the held-out
-networks, training seconds, scoring µs per candidate on one thread (tcl/tlp: torch at batch 512;
+networks, the task mean (Top-1 averaged over held-out tasks of --min-programs programs), training seconds, scoring µs per candidate on one thread (tcl/tlp: torch at batch 512;
 xgb/mlp: TVM feature extraction + predict). Writes bench/results/accuracy.json
-({platform: {model: {"top1", "top5", "size_mb", "network_top1", ...}}}) and
+({platform: {model: {"top1", "top5", "task_mean", "size_mb", "network_top1", ...}}}) and
 bench/results/accuracy.png (Top-1 per held-out network, drawn from that summary, so from every
 platform run so far); each run's details and settings go to accuracy_details.json.
 """
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 import tcl  # noqa: E402
 from tcl.atomic import save_figure, write_text  # noqa: E402
 from tcl.cli.options import HelpFormatter  # noqa: E402
-from tcl.metrics import evaluate_predictions  # noqa: E402
+from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, evaluate_predictions, held_out_summary  # noqa: E402
 from tcl.program_data import ProgramData, split_tasks, task_key  # noqa: E402
 from tcl.scoring import predict  # noqa: E402
 from tcl.train import train_validated  # noqa: E402
@@ -155,10 +155,12 @@ def write(out, detail_path, summary, details, args):
 
 
 def summarize_seeds(runs) -> dict:
-    """Mean (and spread) over seeds of the pooled Top-1 / Top-5."""
+    """Mean (and spread) over seeds of the pooled Top-1 / Top-5 and of the task mean."""
     out = {"size_mb": runs[0]["size_mb"]}
-    for k in ("top1", "top5"):
-        v = [r["pooled"][k] for r in runs]
+    for k in ("top1", "top5", "task_mean"):
+        v = [r["held_out"][k] for r in runs if r["held_out"][k] is not None]  # None: no task has enough programs
+        if not v:
+            continue
         out[k] = float(np.mean(v))
         if len(v) > 1:
             out[f"{k}_std"] = float(np.std(v))
@@ -180,6 +182,8 @@ def main(argv=None):
                    help="tcl/tlp: after early stopping, train again on every training task")
     p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=TrainConfig.lr_schedule,
                    help="tcl/tlp: constant learning rate, or a half cosine down to 0 over the epochs (default: %(default)s)")
+    p.add_argument("--min-programs", type=int, default=TASK_MEAN_MIN_PROGRAMS,
+                   help="tasks in the task mean have this many programs")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "accuracy.json"), help="the summary JSON (the plot goes beside it)")
     args = p.parse_args(argv)
@@ -198,7 +202,7 @@ def main(argv=None):
         data = ProgramData(fs)
         train_ids, test_ids = split_tasks(data.tasks, args.test_fraction, seeds[0])
         print(f"{platform}: {len(data)} programs, {len(train_ids)} training / {len(test_ids)} held-out tasks")
-        print(f"  {'model':<6}{'size MB':>9}{'Top-1':>8}{'Top-5':>8}{'train s':>9}{'µs/cand':>9}")
+        print(f"  {'model':<6}{'size MB':>9}{'Top-1':>8}{'Top-5':>8}{'task':>8}{'train s':>9}{'µs/cand':>9}")
         summary.setdefault(platform, {})
         details.setdefault(platform, {})
         for name in args.models:
@@ -211,10 +215,12 @@ def main(argv=None):
                 args.seed = seed
                 r = (torch_model("mamba" if name == "tcl" else "tlp", data, train_ids, test_ids, args)
                      if name in ("tcl", "tlp") else tvm_model(name, fs, data, train_ids, test_ids, args))
+                held_out = held_out_summary(r["metrics"], args.min_programs)
                 runs.append({**{k: v for k, v in r.items() if k != "metrics"}, "seed": seed,
-                             "networks": r["metrics"]["networks"], "pooled": r["metrics"]["pooled"]})
-                pooled = r["metrics"]["pooled"]
-                print(f"  {name:<6}{r['size_mb']:>9.3f}{pooled['top1']:>8.4f}{pooled['top5']:>8.4f}"
+                             "networks": r["metrics"]["networks"], "pooled": r["metrics"]["pooled"],
+                             "held_out": held_out})
+                print(f"  {name:<6}{r['size_mb']:>9.3f}{held_out['top1']:>8.4f}{held_out['top5']:>8.4f}"
+                      f"{held_out['task_mean'] or float('nan'):>8.4f}"
                       f"{r['train_seconds']:>9.1f}{r['us_per_candidate']:>9.1f}  seed {seed}", flush=True)
             nets = {n: {k: float(np.mean([r["networks"][n][k] for r in runs])) for k in m}
                     for n, m in runs[0]["networks"].items()}

@@ -41,10 +41,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sampling import ORACLES, oracle_pool_picks  # noqa: E402
-from transfer import data_stamp, held_out_summary, hosts_of  # noqa: E402
+from transfer import data_stamp, hosts_of  # noqa: E402
 
 from tcl.atomic import write_json  # noqa: E402
 from tcl.cli.options import HelpFormatter  # noqa: E402
+from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, held_out_summary  # noqa: E402
 
 SAMPLERS = ("rdu", "random", "diversity", "biased_diversity")
 WHOLE = {"full": 1.0, "zero_shot": 0.0, "scratch": 1.0}  # methods that take no rate, with the rate they report
@@ -222,7 +223,8 @@ def main(argv=None) -> int:
                    help="what adapts (oracle_* are diagnostics that pick with the true latencies)")
     p.add_argument("--rates", nargs="+", type=float, default=[0.05, 0.1, 0.2], help="sampled rates")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4], help="seeds of every method")
-    p.add_argument("--min-programs", type=int, default=16, help="tasks in the task mean have this many programs")
+    p.add_argument("--min-programs", type=int, default=TASK_MEAN_MIN_PROGRAMS,
+                   help="tasks in the task mean have this many programs")
     p.add_argument("--repeat", type=int, default=3, help="measuring protocol: runs per program (tcl collect's)")
     p.add_argument("--min-repeat-ms", type=float, default=100, help="measuring protocol: each run at least this long")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from tcl.atomic import write_json  # noqa: E402
 from tcl.cli.options import HelpFormatter  # noqa: E402
+from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, held_out_summary  # noqa: E402
 from tcl.train_config import TrainConfig  # noqa: E402
 
 
@@ -54,14 +55,6 @@ def hosts_of(datasets: list[Path]) -> dict[str, list[Path]]:
         key = " ".join(str(g[0][k]) for k in shared) or g[0]["_path"].name
         out[key] = [q["_path"] for q in g]
     return out
-
-
-def held_out_summary(result: dict, min_programs: int) -> dict:
-    """Pooled Top-1/Top-5 and the mean Top-1 over the tasks with at least `min_programs` programs, of
-    a tcl.metrics summary ({"pooled", "tasks"}, as evaluate and score_tasks return)."""
-    top1 = [t["top1"] for t in result["tasks"].values() if t["programs"] >= min_programs and t["top1"] is not None]
-    return {"top1": result["pooled"]["top1"], "top5": result["pooled"]["top5"],
-            "task_mean": sum(top1) / len(top1) if top1 else None, "tasks": len(top1)}
 
 
 def scores(checkpoint, dataset: Path, min_programs: int, threads: int) -> dict:
@@ -127,7 +120,8 @@ def main(argv=None) -> int:
     p.add_argument("--leave-out", action=argparse.BooleanOptionalAction, default=True,
                    help="also train each recipe once per host without that host's datasets (zero-shot there)")
     p.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="training epochs")
-    p.add_argument("--min-programs", type=int, default=16, help="tasks in the task mean have this many programs")
+    p.add_argument("--min-programs", type=int, default=TASK_MEAN_MIN_PROGRAMS,
+                   help="tasks in the task mean have this many programs")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--work", type=Path, default=Path.home() / ".cache" / "tcl" / "bench-transfer",
                    help="where trained checkpoints are kept and reused")

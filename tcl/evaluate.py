@@ -16,6 +16,7 @@ from pathlib import Path
 from .errors import FormatError
 from .features import FeatureSet, TaskInfo, featurize
 from .hardware import target_label
+from .metrics import TASK_MEAN_MIN_PROGRAMS, held_out_summary
 
 __all__ = ["DEFAULT_MODEL", "default_model_path", "evaluate", "format_table", "task_label", "task_names",
            "workload_label"]
@@ -149,6 +150,9 @@ def format_table(result: dict, name_width: int = 48) -> str:
                 f"{_fmt(s['pairwise']):>8} {n:>6}")
 
     lines.append(row("all tasks, pooled (n = tasks)", result["pooled"], d["tasks"]))
+    mean = held_out_summary(result)
+    lines.append(row(f"task mean, tasks of >= {TASK_MEAN_MIN_PROGRAMS} programs (n = tasks)",
+                     {"top1": mean["task_mean"], "top5": None, "pairwise": None}, mean["tasks"]))
     lines += [rule, "networks (n = tasks)"]
     lines += [row("  " + k, v, v["tasks"]) for k, v in result["networks"].items()]
     lines += [rule, "tasks (n = programs)"]

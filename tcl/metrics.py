@@ -11,6 +11,9 @@ Pooled over a set of networks (TLP's way): numerator and denominator are summed 
 Pairwise accuracy: over pairs of one task's programs with different latencies, the fraction whose
 scores order them like the latencies (a score tie counts half); pooled and per network it counts
 the pairs of every task once, unweighted.
+Task mean: the unweighted mean Top-1 over tasks with at least TASK_MEAN_MIN_PROGRAMS programs, so
+that the score is not decided by the few tasks that carry most of a pooled weight (a task of a few
+programs is ranked right by luck, hence the floor).
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TaskScore", "evaluate_predictions", "pairwise_counts", "score_task", "spearman", "summarize",
-           "top_k_latency"]
+__all__ = ["TASK_MEAN_MIN_PROGRAMS", "TaskScore", "evaluate_predictions", "held_out_summary", "pairwise_counts",
+           "score_task", "spearman", "summarize", "top_k_latency"]
 
 KS = (1, 5)
+TASK_MEAN_MIN_PROGRAMS = 16
 
 
 def top_k_latency(latency, score, k: int) -> float:
@@ -126,3 +130,11 @@ def evaluate_predictions(latency, score, task, names, networks=None, ks=KS) -> d
     for idx in np.split(order, bounds) if len(order) else []:
         scores[names[task[idx[0]]]] = score_task(latency[idx], score[idx], ks)
     return summarize(scores, networks, ks)
+
+
+def held_out_summary(result: dict, min_programs: int = TASK_MEAN_MIN_PROGRAMS) -> dict:
+    """Pooled Top-1/Top-5 and the task mean (over tasks with at least `min_programs` programs) of a
+    summarize() result; `tasks` is how many tasks the mean is over."""
+    top1 = [t["top1"] for t in result["tasks"].values() if t["programs"] >= min_programs and t["top1"] is not None]
+    return {"top1": result["pooled"]["top1"], "top5": result["pooled"]["top5"],
+            "task_mean": sum(top1) / len(top1) if top1 else None, "tasks": len(top1)}

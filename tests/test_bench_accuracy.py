@@ -46,3 +46,13 @@ def test_no_plot_without_per_network_numbers(tmp_path, capsys):
     accuracy.plot({"old-1c": {"tcl": {"top1": 0.5}}}, tmp_path / "accuracy.png")
     assert not (tmp_path / "accuracy.png").exists()
     assert "no plot drawn" in capsys.readouterr().out
+
+
+def test_seeds_are_summarized_by_pooled_score_and_task_mean():
+    runs = [{"size_mb": 0.35, "held_out": {"top1": 0.6, "top5": 0.9, "task_mean": 0.7}},
+            {"size_mb": 0.35, "held_out": {"top1": 0.8, "top5": 1.0, "task_mean": 0.5}}]
+    s = accuracy.summarize_seeds(runs)
+    assert s["top1"] == 0.7 and s["top1_seeds"] == [0.6, 0.8] and abs(s["task_mean"] - 0.6) < 1e-12
+    assert abs(s["task_mean_std"] - 0.1) < 1e-12
+    no_mean = [{"size_mb": 0.35, "held_out": {"top1": 0.6, "top5": 0.9, "task_mean": None}}]
+    assert "task_mean" not in accuracy.summarize_seeds(no_mean)  # no task of enough programs: no mean

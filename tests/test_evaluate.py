@@ -49,6 +49,8 @@ def test_the_table_sets_the_pooled_row_apart_from_the_tasks():
     lines = format_table(result).splitlines()
     summary = [i for i, line in enumerate(lines) if line.startswith("all tasks, pooled")]
     assert len(summary) == 1 and set(lines[summary[0] - 1]) == {"-"}
+    mean_row = lines[summary[0] + 1]  # the task mean leaves out the task of 3 programs
+    assert mean_row.startswith("task mean, tasks of >= 16 programs") and mean_row.split()[-4:] == ["0.5000", "-", "-", "1"]
     tasks_head = lines.index("tasks (n = programs)")
     assert set(lines[tasks_head - 1]) == {"-"} and lines[tasks_head + 1].startswith("  mean [resnet18]")
     assert all(line.startswith("  ") for line in lines[tasks_head + 1:])  # tasks are indented below their rule

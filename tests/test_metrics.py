@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from tcl.metrics import evaluate_predictions, pairwise_counts, score_task, spearman, summarize, top_k_latency
+from tcl.metrics import (evaluate_predictions, held_out_summary, pairwise_counts, score_task, spearman, summarize,
+                         top_k_latency)
 
 # Task a: best latency 1 (program 3). Predicted order (score desc): 0, 1, 3, 2.
 A_LAT, A_SCORE = [4.0, 2.0, 8.0, 1.0], [0.9, 0.5, 0.1, 0.3]
@@ -100,3 +101,11 @@ def test_perfect_ranking_scores_one():
     lat = rng.uniform(1e-4, 1e-2, 50)
     out = evaluate_predictions(lat, -lat, np.zeros(50, int), ["t"])
     assert out["pooled"] == {"top1": 1.0, "top5": 1.0, "pairwise": 1.0}
+
+
+def test_the_task_mean_weighs_every_task_of_enough_programs_once():
+    tasks = {"big": {"top1": 0.5, "programs": 40}, "also": {"top1": 0.9, "programs": 16},
+             "few": {"top1": 1.0, "programs": 3}, "unranked": {"top1": None, "programs": 20}}
+    s = held_out_summary({"pooled": {"top1": 0.6, "top5": 0.9}, "tasks": tasks})
+    assert s == {"top1": 0.6, "top5": 0.9, "task_mean": pytest.approx(0.7), "tasks": 2}
+    assert held_out_summary({"pooled": {"top1": 0.6, "top5": 0.9}, "tasks": tasks}, min_programs=50)["task_mean"] is None
