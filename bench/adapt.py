@@ -109,8 +109,11 @@ def seconds_measured(costs, repeat: int, min_repeat_ms: float) -> float:
 def scores(model, data, test_ids, min_programs: int) -> dict:
     from tcl.scoring import score_tasks
 
-    s = held_out_summary(score_tasks(model, data, test_ids), min_programs)
-    return {k: s[k] for k in ("top1", "top5", "task_mean")}
+    result = score_tasks(model, data, test_ids)
+    s = held_out_summary(result, min_programs)
+    # per held-out network: which network moves the pooled score from run to run
+    return {**{k: s[k] for k in ("top1", "top5", "task_mean")},
+            "network_top1": {n: m["top1"] for n, m in result["networks"].items()}}
 
 
 def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, seed: int, args) -> dict:

@@ -90,3 +90,13 @@ def test_a_kb_source_whose_descriptor_the_kb_already_spans_is_kept_not_refused(t
     cfg = CKDConfig(progress_epochs=1, compress_epochs=1, min_steps=0, threads=1)
     kb = bench.knowledge_base(sources, tmp_path / "work", cfg)
     assert load_kb(kb)[1].platforms == 2
+
+    # the KB's scores (pooled, task mean, each network's Top-1) on the two tasks, which the fixture
+    # does not split
+    from tcl.continual.adapt import as_knowledge_base
+
+    kb_model, ck = load_kb(kb)[0], load_kb(kb)[2]
+    data, tasks, _ = bench.dataset(sources[1])
+    s = bench.scores(as_knowledge_base(kb_model, ck, cfg)[0], data, tasks, min_programs=1)
+    assert 0 < s["top1"] <= 1 and 0 < s["task_mean"] <= 1 and s["network_top1"]
+    assert all(0 < v <= 1 for v in s["network_top1"].values())
