@@ -7,8 +7,9 @@ training workloads at once). Training tasks = every task not in the held-out spl
 --test-fraction of the tasks). All are scored by tcl.metrics on the held-out tasks.
 
 Columns: size (MB, fp32 parameters; XGB: the saved booster), Top-1 / Top-5 pooled over the held-out
-networks, the task mean (Top-1 averaged over held-out tasks of --min-programs programs), training seconds, scoring µs per candidate on one thread (tcl/tlp: torch at batch 512;
-xgb/mlp: TVM feature extraction + predict). Writes bench/results/accuracy.json
+networks, the task mean (Top-1 averaged over held-out tasks of --min-programs programs), training
+seconds, scoring µs per candidate on one thread (tcl/tlp: torch at batch 512; xgb/mlp: TVM feature
+extraction + predict). Writes bench/results/accuracy.json
 ({platform: {model: {"top1", "top5", "task_mean", "size_mb", "network_top1", ...}}}) and
 bench/results/accuracy.png (Top-1 per held-out network, drawn from that summary, so from every
 platform run so far); each run's details and settings go to accuracy_details.json.
