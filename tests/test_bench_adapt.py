@@ -95,7 +95,7 @@ def test_a_kb_source_whose_descriptor_the_kb_already_spans_is_kept_not_refused(t
     # does not split
     from tcl.continual.adapt import as_knowledge_base
 
-    kb_model, ck = load_kb(kb)[0], load_kb(kb)[2]
+    kb_model, _, ck = load_kb(kb)
     data, tasks, _ = bench.dataset(sources[1])
     s = bench.scores(as_knowledge_base(kb_model, ck, cfg)[0], data, tasks, min_programs=1)
     assert 0 < s["top1"] <= 1 and 0 < s["task_mean"] <= 1 and s["network_top1"]
