@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
 from tcl.atomic import save_figure, write_text  # noqa: E402
-from tcl.cli.options import HelpFormatter  # noqa: E402
+from tcl.cli.options import HelpFormatter, non_negative_number  # noqa: E402
 from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, evaluate_predictions, held_out_summary  # noqa: E402
 from tcl.program_data import ProgramData, split_tasks, task_key  # noqa: E402
 from tcl.scoring import predict  # noqa: E402
@@ -53,7 +53,7 @@ def torch_model(arch, data, train_ids, test_ids, args) -> dict:
 
     t0 = time.perf_counter()
     cfg = TrainConfig(epochs=args.epochs, val_fraction=args.val_fraction, refit=args.refit, lr_schedule=args.lr_schedule,
-                      seed=args.seed, threads=args.threads)
+                      log_ratio_weight=args.log_ratio_weight, seed=args.seed, threads=args.threads)
     model, hist, _, _ = train_validated(data, train_ids, cfg, arch=arch, progress=False)
     seconds = time.perf_counter() - t0
     scores = np.zeros(len(data))
@@ -183,6 +183,8 @@ def main(argv=None):
                    help="tcl/tlp: after early stopping, train again on every training task")
     p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=TrainConfig.lr_schedule,
                    help="tcl/tlp: constant learning rate, or a half cosine down to 0 over the epochs (default: %(default)s)")
+    p.add_argument("--log-ratio-weight", type=non_negative_number, default=TrainConfig.log_ratio_weight,
+                   help="tcl/tlp: weight of the log-ratio loss beside LambdaRank (default: %(default)s)")
     p.add_argument("--min-programs", type=int, default=TASK_MEAN_MIN_PROGRAMS,
                    help="tasks in the task mean have this many programs")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")

@@ -31,7 +31,7 @@ from .continual.descriptor import platform_hardware
 from .errors import FormatError
 from .features import SPEC, FeatureSet, featurize
 from .hardware import HARDWARE_DIM
-from .model.losses import lambda_rank_loss
+from .model.losses import lambda_rank_loss, log_ratio_loss
 from .program_data import ProgramData, batches, hold_out, split_tasks, task_groups, task_key
 from .scoring import score_tasks
 from .train_config import LR_SCHEDULES, TrainConfig
@@ -145,7 +145,10 @@ def train(data: ProgramData, train_ids, val_ids=(), config: TrainConfig | None =
         losses = []
         for idx, gid in batches(groups, cfg.batch_tasks):
             labels = torch.from_numpy(data.label[idx]).to(device)
-            loss = lambda_rank_loss(model(*(t.to(device) for t in data.inputs(idx))), labels, gid.to(device))
+            scores, gid = model(*(t.to(device) for t in data.inputs(idx))), gid.to(device)
+            loss = lambda_rank_loss(scores, labels, gid)
+            if cfg.log_ratio_weight:
+                loss = loss + cfg.log_ratio_weight * log_ratio_loss(scores, labels, gid)
             optimizer_step(opt, loss, model.parameters(), cfg.clip)
             sched.step()
             losses.append(loss.item())

@@ -30,6 +30,8 @@ class TrainConfig:
     # Without validation tasks: the model is the mean of its weights over this last fraction of the
     # epochs (0: the last epoch's). Off: it measured worse in the sampler (docs/sampling.md).
     average_last: float = 0.0
+    # Weight of tcl.model.losses.log_ratio_loss beside LambdaRank (0: LambdaRank alone).
+    log_ratio_weight: float = 0.0
     lr_schedule: str = "constant"  # one of LR_SCHEDULES; cosine was no better (docs/training.md)
     seed: int = 0  # of the splits, the initial weights and the shuffling
     threads: int | None = None  # torch threads (None: torch's own choice)

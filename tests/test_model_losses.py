@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tcl.model.losses import group_matrix, lambda_rank_loss, pairwise_accuracy  # noqa: E402
+from tcl.model.losses import group_matrix, lambda_rank_loss, log_ratio_loss, pairwise_accuracy  # noqa: E402
 
 
 def _slow_lambda_rank(scores, labels, groups, sigma=1.0):
@@ -113,6 +113,37 @@ def test_equal_labels_and_singletons_cost_nothing():
     assert loss.item() == 0.0
     loss.backward()
     assert torch.equal(scores.grad, torch.zeros(4))
+
+
+def _slow_log_ratio(scores, labels, groups):
+    """Plain-loop log_ratio_loss from its definition, as the reference."""
+    per_group = []
+    for g in sorted(set(groups)):
+        s = [scores[i] for i, gi in enumerate(groups) if gi == g]
+        ly = [math.log(labels[i]) for i, gi in enumerate(groups) if gi == g]
+        ms, my = sum(s) / len(s), sum(ly) / len(ly)
+        per_group.append(sum(((a - ms) - (b - my)) ** 2 for a, b in zip(s, ly)) / len(s))
+    return sum(per_group) / len(per_group)
+
+
+def test_log_ratio_matches_plain_loop_reference():
+    scores, labels, groups = _case()
+    fast = log_ratio_loss(scores, labels, groups)
+    assert fast.item() == pytest.approx(_slow_log_ratio(scores.tolist(), labels.double().tolist(),
+                                                        groups.tolist()), rel=1e-9)
+
+
+def test_log_ratio_is_zero_at_log_throughput_up_to_a_shift_per_group():
+    scores, labels, groups = _case()
+    shift = {5: 3.0, 2: -7.0, 9: 0.0}
+    exact = torch.log(labels.double()) + torch.tensor([shift[int(g)] for g in groups], dtype=torch.float64)
+    assert log_ratio_loss(exact, labels, groups).item() == pytest.approx(0.0, abs=1e-12)
+    # a program 30x slower than its group's best scored level with the best costs more than one 3x slower
+    y = torch.tensor([1.0, 1 / 3, 1 / 30])
+    g = torch.zeros(3, dtype=torch.long)
+    far = log_ratio_loss(torch.log(torch.tensor([1.0, 1 / 3, 1.0])), y, g)
+    near = log_ratio_loss(torch.log(torch.tensor([1.0, 1.0, 1 / 30])), y, g)
+    assert far > near > 0
 
 
 def test_pairwise_accuracy_hand_cases():

@@ -18,6 +18,7 @@ from .options import (
     config_from_args,
     fraction,
     non_negative,
+    non_negative_number,
     positive,
     with_default,
 )
@@ -79,6 +80,9 @@ def add_train_options(t):
     add_field(t, "--lr", TrainConfig, "lr", "Adam learning rate", type=float)
     add_field(t, "--lr-schedule", TrainConfig, "lr_schedule", "constant, or a half cosine down to 0 at the last step",
               choices=LR_SCHEDULES)
+    add_field(t, "--log-ratio-weight", TrainConfig, "log_ratio_weight", "weight of a loss beside LambdaRank that "
+              "fits score differences to log-throughput differences within a task (0: LambdaRank alone)",
+              type=non_negative_number)
     add_field(t, "--weight-decay", TrainConfig, "weight_decay", "Adam weight decay", type=float)
     add_field(t, "--clip", TrainConfig, "clip", "gradient-norm clipping", type=float)
     add_field(t, "--batch-tasks", TrainConfig, "batch_tasks", "task groups per batch", type=positive)

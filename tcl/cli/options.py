@@ -48,6 +48,14 @@ def positive_number(text: str) -> float:
     return value
 
 
+def non_negative_number(text: str) -> float:
+    """An argparse type: a finite number of at least 0."""
+    value = _number(text)
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or above, got {value}")
+    return value
+
+
 def json_object_file(path: str) -> dict:
     """An argparse type: a file holding one JSON object (e.g. --platform-info), read."""
     import json
