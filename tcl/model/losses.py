@@ -67,9 +67,10 @@ def log_ratio_loss(scores: torch.Tensor, labels: torch.Tensor, groups: torch.Ten
     """How far score differences are from log-throughput differences, averaged over groups.
 
     Per group, the mean over its items of ((s_i - mean s) - (log y_i - mean log y))^2: the scores
-    are read as log throughput up to a shift of the group's own. LambdaRank alone barely tells a
-    program 30x slower than the best from one 3x slower (both have a gain near 0); this term does,
-    so a program far from the best is not scored next to it.
+    are read as log throughput up to a shift of the group's own. LambdaRank's gains (2^label - 1)
+    are small for every program several times slower than the best, so it weighs little whether
+    such a program is 3x or 30x slower; this term does, so a program far from the best is not
+    scored next to it.
     """
     mask, s, y = group_matrix(groups, scores, labels.to(scores.dtype))
     n = mask.sum(1, keepdim=True).to(s.dtype)
