@@ -127,7 +127,7 @@ def test_log_ratio_weight_fits_score_gaps_to_log_throughput_gaps(data):
     y, g = torch.from_numpy(data.label), torch.from_numpy(data.task)
     fitted = {}
     for w in (0.0, 1.0):
-        model, hist = train(data, [0, 1], model_config=TINY["mamba"], epochs=8, min_steps=150, group_size=16, lr=3e-3,
+        model, _ = train(data, [0, 1], model_config=TINY["mamba"], epochs=8, min_steps=150, group_size=16, lr=3e-3,
                             progress=False, threads=1, seed=0, log_ratio_weight=w)
         fitted[w] = log_ratio_loss(torch.from_numpy(predict(model, data)).double(), y, g).item()
     assert fitted[1.0] < 0.5 * fitted[0.0]
