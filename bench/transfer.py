@@ -14,9 +14,10 @@ platform's own hardware descriptor:
 
 Columns: pooled Top-1 / Top-5 (tcl.metrics, weighted as published) and the mean Top-1 over the
 held-out tasks with at least --min-programs programs (a task of few programs is ranked right by
-luck). Writes bench/results/transfer.json {platform: {model: {"top1", "top5", "task_mean", ...}}};
+luck). Writes bench/results/transfer.json {platform: {model: {"top1", "top5", "task_mean", ...}}},
+keeping the rows of models a run does not score;
 trained checkpoints are kept under --work and reused for the same datasets (names and contents),
-seed and epochs.
+seed, epochs and log-ratio weight.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from tcl.atomic import write_json  # noqa: E402
-from tcl.cli.options import HelpFormatter  # noqa: E402
+from tcl.cli.options import HelpFormatter, non_negative_number  # noqa: E402
 from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, held_out_summary  # noqa: E402
 from tcl.train_config import TrainConfig  # noqa: E402
 
@@ -78,19 +79,21 @@ def data_stamp(datasets: list[Path]) -> str:
 RECIPES = ("head", "film")  # film: tcl.architectures.HARDWARE_FILM, as `tcl train --hardware-film`
 
 
-def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: int, recipe: str = "head") -> Path:
-    """A checkpoint of `tcl train DATASETS --seed S --epochs E` (with --hardware-film for the film
-    recipe), reused when already made."""
+def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: int, recipe: str = "head",
+            log_ratio_weight: float = TrainConfig.log_ratio_weight) -> Path:
+    """A checkpoint of `tcl train DATASETS --seed S --epochs E --log-ratio-weight W` (with
+    --hardware-film for the film recipe), reused when already made."""
     from tcl.architectures import HARDWARE_FILM
     from tcl.train import fit
 
-    tag = "" if recipe == "head" else f"_{recipe}"
+    tag = ("" if recipe == "head" else f"_{recipe}") + (f"_lr{log_ratio_weight:g}" if log_ratio_weight else "")
     out = work / f"{'+'.join(d.name for d in datasets)}_{data_stamp(datasets)}_e{epochs}_s{seed}{tag}.pt"
     if out.exists():
         print(f"  reusing {out}", file=sys.stderr)
         return out
     work.mkdir(parents=True, exist_ok=True)
-    fit([str(d) for d in datasets], str(out), TrainConfig(epochs=epochs, seed=seed, threads=threads),
+    fit([str(d) for d in datasets], str(out),
+        TrainConfig(epochs=epochs, seed=seed, threads=threads, log_ratio_weight=log_ratio_weight),
         model_config=HARDWARE_FILM if recipe == "film" else {}, progress=True)
     return out
 
@@ -120,6 +123,8 @@ def main(argv=None) -> int:
     p.add_argument("--leave-out", action=argparse.BooleanOptionalAction, default=True,
                    help="also train each recipe once per host without that host's datasets (zero-shot there)")
     p.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="training epochs")
+    p.add_argument("--log-ratio-weight", type=non_negative_number, default=TrainConfig.log_ratio_weight,
+                   help="weight of the log-ratio loss beside LambdaRank in the trained models (default: %(default)s)")
     p.add_argument("--min-programs", type=int, default=TASK_MEAN_MIN_PROGRAMS,
                    help="tasks in the task mean have this many programs")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
@@ -135,23 +140,27 @@ def main(argv=None) -> int:
 
     models: dict[str, list[Path]] = {"shipped": [default_model_path()]}
     models.update({name: [path] for name, path in args.checkpoint})
+    w = args.log_ratio_weight
     for recipe in args.recipes:
-        tag = "" if args.recipes == ["head"] else f" ({recipe})"
-        models[f"every platform{tag}"] = [trained(datasets, s, args.epochs, args.work, args.threads, recipe)
+        what = ([] if args.recipes == ["head"] else [recipe]) + ([f"log-ratio {w:g}"] if w else [])
+        tag = f" ({', '.join(what)})" if what else ""
+        models[f"every platform{tag}"] = [trained(datasets, s, args.epochs, args.work, args.threads, recipe, w)
                                           for s in seeds]
         for own in hosts.values() if args.leave_out and len(hosts) > 1 else ():
             rest = [d for d in datasets if d not in own]
             models[f"without {'+'.join(d.name for d in own)}{tag}"] = [
-                trained(rest, s, args.epochs, args.work, args.threads, recipe) for s in seeds]
+                trained(rest, s, args.epochs, args.work, args.threads, recipe, w) for s in seeds]
 
-    results: dict = {}
+    # rows of models this run does not score are kept from the summary already there
+    results: dict = json.loads(args.out.read_text())["platforms"] if args.out.is_file() else {}
     for d in datasets:
         for name, checkpoints in models.items():
             runs = [scores(c, d, args.min_programs, args.threads) for c in checkpoints]
             mean = {k: sum(r[k] for r in runs) / len(runs) if all(r[k] is not None for r in runs) else None
                     for k in ("top1", "top5", "task_mean")}
             results.setdefault(d.name, {})[name] = {**mean, "tasks": runs[0]["tasks"], "seeds": len(runs),
-                                                    "per_seed_top1": [r["top1"] for r in runs]}
+                                                    "per_seed_top1": [r["top1"] for r in runs],
+                                                    "epochs": args.epochs}
             m = results[d.name][name]
             print(f"{d.name:24s} {name:40s} top1 {m['top1']:.3f} top5 {m['top5']:.3f} "
                   f"task mean {m['task_mean']:.3f} ({m['tasks']} tasks)")

@@ -66,9 +66,15 @@ def test_every_host_left_out_and_every_model_scored(tmp_path):
     assert transfer.main(args) == 0  # a second run reuses the trained checkpoints
 
     # the FiLM recipe: its own checkpoint, a body that reads the descriptor centred on the platforms' mean
+    # rows of the earlier run stay in the summary beside the new ones
     assert transfer.main(args + ["--recipes", "head,film", "--no-leave-out"]) == 0
     cells = json.loads(out.read_text())["platforms"]["amd-2c"]
-    assert set(cells) == {"shipped", "every platform (head)", "every platform (film)"}
+    assert set(cells) == {"shipped", "every platform", "without amd-2c", "without intel-1c",
+                          "every platform (head)", "every platform (film)"}
+    # the log-ratio term: a checkpoint and a row of its own
+    assert transfer.main(args + ["--log-ratio-weight", "1", "--no-leave-out"]) == 0
+    assert "every platform (log-ratio 1)" in json.loads(out.read_text())["platforms"]["intel-1c"]
+    assert (tmp_path / "work" / f"amd-2c+intel-1c_{stamp([a, c])}_e1_s0_lr1.pt").is_file()
     from tcl.checkpoint import load_checkpoint
 
     film, _ = load_checkpoint(tmp_path / "work" / f"amd-2c+intel-1c_{stamp([a, c])}_e1_s0_film.pt")
