@@ -159,8 +159,7 @@ def main(argv=None) -> int:
             mean = {k: sum(r[k] for r in runs) / len(runs) if all(r[k] is not None for r in runs) else None
                     for k in ("top1", "top5", "task_mean")}
             results.setdefault(d.name, {})[name] = {**mean, "tasks": runs[0]["tasks"], "seeds": len(runs),
-                                                    "per_seed_top1": [r["top1"] for r in runs],
-                                                    "epochs": args.epochs}
+                                                    "per_seed_top1": [r["top1"] for r in runs]}
             m = results[d.name][name]
             print(f"{d.name:24s} {name:40s} top1 {m['top1']:.3f} top5 {m['top5']:.3f} "
                   f"task mean {m['task_mean']:.3f} ({m['tasks']} tasks)")
