@@ -16,12 +16,17 @@ Writes bench/results/network_tuning.json: per network, the curves and end-to-end
 run, and
 - time_ratio_to_xgb_final: XGB's wall time to reach its final estimated latency / TCL's wall time to
   reach that latency (paired by seed, geometric mean; null when a TCL run never reached it),
-- latency_ratio_equal_time: XGB's measured end-to-end seconds / TCL's at the largest budget
+- side_by_side: the largest budget's libraries of every run and PyTorch eager timed in turn in one
+  process after all runs (one call of each per round), so that the machine's drift between runs
+  does not decide the ratios below,
+- latency_ratio_equal_time: XGB's end-to-end seconds / TCL's at the largest budget, side by side
   (paired by seed, geometric mean),
-- vs_pytorch: PyTorch eager seconds / TCL-tuned seconds at the largest budget (geometric mean),
+- vs_pytorch: PyTorch eager seconds / TCL-tuned seconds at the largest budget, side by side
+  (geometric mean),
 - breakdown: where the time goes, task by task (seed 0): each cost model's best latency per conv or
-  matmul task beside PyTorch eager's time per call of the same op (torch.profiler, same threads),
-  and every other task and op summed,
+  matmul task as measured alone, and its kernel's time per call inside the exported network, beside
+  PyTorch eager's time per call of the same op (torch.profiler, same threads), and every other task
+  and op summed,
 and bench/results/network_tuning.png (estimated latency vs wall time, every run).
 """
 
@@ -32,6 +37,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -208,11 +214,26 @@ def matching_op(operands: list, op_seconds: dict):
     return None
 
 
-def breakdown(tasks: dict, runs: dict, op_seconds: dict) -> dict:
-    """Where the time goes, task by task: each cost model's best latency per task (seed 0) beside
-    PyTorch eager's time per call of the same conv or matmul; the other tasks and ops summed."""
+def task_kernel_seconds(library: Path, inputs) -> dict[str, float]:
+    """Seconds per inference of each task's kernel inside the exported network, keyed by task name
+    (a kernel whose weights were prepacked is named after its task with a `_prepacked` suffix)."""
+    from tcl.tvm.network_tuning import kernel_seconds
+
+    out: dict[str, float] = {}
+    for name, seconds in kernel_seconds(library, inputs).items():
+        task = name.removesuffix("_prepacked")
+        out[task] = out.get(task, 0.0) + seconds
+    return out
+
+
+def breakdown(tasks: dict, runs: dict, op_seconds: dict, in_network: dict | None = None) -> dict:
+    """Where the time goes, task by task: each cost model's best latency per task (seed 0), measured
+    alone, and its kernel's time per call inside the whole network (`in_network`: {cost model:
+    task_kernel_seconds}), beside PyTorch eager's time per call of the same conv or matmul; the other
+    tasks and ops summed."""
     models = [k for k in ("tcl", "xgb") if "0" in runs.get(k, {})]
     best = {k: {t["name"]: t["best_s"] for t in runs[k]["0"]["tasks"]} for k in models}
+    in_network = in_network or {}
     rows, other = [], {k: 0.0 for k in models}
     matched = set()
     for name, info in tasks.items():
@@ -224,29 +245,71 @@ def breakdown(tasks: dict, runs: dict, op_seconds: dict) -> dict:
             continue
         matched.add(op)
         rows.append({"task": name, "weight": weight, "gflop": info["flops"] * 1e-9, "pytorch_op": op[0],
-                     "pytorch_s": op_seconds[op][0], **{f"{k}_s": best[k][name] for k in models}})
+                     "pytorch_s": op_seconds[op][0], **{f"{k}_s": best[k][name] for k in models},
+                     **{f"{k}_in_network_s": kernels.get(name, 0.0) / weight for k, kernels in in_network.items()}})
     other["pytorch"] = sum(s * n for op, (s, n) in op_seconds.items() if op not in matched)
+    rows_named = {r["task"] for r in rows}
+    other_in_network = {k: sum(s for name, s in kernels.items() if name not in rows_named)
+                        for k, kernels in in_network.items()}
     return {"tasks": sorted(rows, key=lambda r: -r["weight"] * r["pytorch_s"]), "other_s": other,
-            "pytorch_profiled_s": sum(s * n for s, n in op_seconds.values())}
+            "other_in_network_s": other_in_network,
+            "in_network_s": {k: sum(kernels.values()) for k, kernels in in_network.items()}, "pytorch_profiled_s": sum(s * n for s, n in op_seconds.values())}
 
 
 def print_breakdown(b: dict) -> None:
+    """Per task: each cost model's best latency alone / its kernel's inside the network, ms per call."""
     models = [k for k in ("tcl", "xgb") if k in b["other_s"]]
-    print(f"  {'task':44s} {'weight':>6s} {'GFLOP':>6s} " + " ".join(f"{k + ' ms':>8s}" for k in models)
+    ms = lambda v: f"{(v if v is not None else float('nan')) * 1e3:.3f}"  # noqa: E731
+    cell = lambda alone, inside: f"{ms(alone) + ' / ' + ms(inside):>15s}"  # noqa: E731
+    print(f"  {'task':44s} {'weight':>6s} {'GFLOP':>6s} " + " ".join(f"{k + ' alone / in net':>15s}" for k in models)
           + f" {'PyTorch ms':>10s}  PyTorch op")
     for r in b["tasks"]:
         print(f"  {r['task'][:44]:44s} {r['weight']:6g} {r['gflop']:6.3f} "
-              + " ".join(f"{(r[k + '_s'] or float('nan')) * 1e3:8.3f}" for k in models)
+              + " ".join(cell(r[k + "_s"], r.get(k + "_in_network_s")) for k in models)
               + f" {r['pytorch_s'] * 1e3:10.3f}  {r['pytorch_op']}")
     print(f"  {'every other task / op, summed':58s} "
-          + " ".join(f"{(b['other_s'][k] or float('nan')) * 1e3:8.3f}" for k in models)
+          + " ".join(cell(b["other_s"][k], b.get("other_in_network_s", {}).get(k)) for k in models)
           + f" {b['other_s']['pytorch'] * 1e3:10.3f}")
+    if b.get("in_network_s"):
+        print("  every kernel inside the network, ms per inference: "
+              + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in b["in_network_s"].items()))
 
 
-def summarize(network_runs: dict) -> dict:
-    """The three ratios of one network from its runs {cost_model: {seed: run}}."""
+def side_by_side(libraries: dict[str, Path], network, threads: int, rounds: int = 20) -> dict[str, dict]:
+    """The exported libraries of one network ({name: path}) and the network's own framework
+    ("reference") timed in turn, one call of each per round in one process, so that the machine's
+    drift between tuning runs hits them alike: median, min and max seconds per name."""
+    from tcl.tvm.network_tuning import load_library, run_library
+
+    calls = {}
+    for name, library in libraries.items():
+        vm, dev = load_library(library)
+        calls[name] = run_library(vm, dev, network.inputs)
+    if network.reference is not None:
+        calls["reference"] = network.reference[1](threads)
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for call in calls.values():
+        call()  # warm-up
+    for _ in range(rounds):
+        for name, call in calls.items():
+            t0 = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - t0)
+    return {name: {"median_s": float(np.median(t)), "min_s": min(t), "max_s": max(t), "repeats": rounds}
+            for name, t in times.items()}
+
+
+def summarize(network_runs: dict, final: dict | None = None) -> dict:
+    """The three ratios of one network from its runs {cost_model: {seed: run}}. `final`: the
+    side_by_side times of the largest budget's libraries, keyed "cost_model/seed" (and "reference"),
+    used for the ratios at the largest budget where given; else each run's own end-to-end timing."""
     tcl, xgb = network_runs.get("tcl", {}), network_runs.get("xgb", {})
-    largest = lambda run: run["end_to_end"][max(run["end_to_end"], key=float)]["median_s"]  # noqa: E731
+    final = final or {}
+    largest = {kind: {seed: final[f"{kind}/{seed}"]["median_s"] if f"{kind}/{seed}" in final
+                      else run["end_to_end"][max(run["end_to_end"], key=float)]["median_s"]
+                      for seed, run in runs.items()} for kind, runs in network_runs.items()}
+    pytorch = {seed: final["reference"]["median_s"] if "reference" in final
+               else (run.get("pytorch_eager") or {}).get("median_s") for seed, run in tcl.items()}
     time_ratios, latency_ratios = [], []
     for seed in sorted(set(tcl) & set(xgb)):
         xc, tc = xgb[seed]["curve"], tcl[seed]["curve"]
@@ -254,12 +317,11 @@ def summarize(network_runs: dict) -> dict:
             final = xc[-1][1]
             t_xgb, t_tcl = first_time_at_or_below(xc, final), first_time_at_or_below(tc, final)
             time_ratios.append(t_xgb / t_tcl if t_tcl else None)
-        latency_ratios.append(largest(xgb[seed]) / largest(tcl[seed]))
+        latency_ratios.append(largest["xgb"][seed] / largest["tcl"][seed])
     out = {"time_ratio_to_xgb_final": None if None in time_ratios else geomean(time_ratios),
            "time_ratio_to_xgb_final_by_seed": time_ratios,
            "latency_ratio_equal_time": geomean(latency_ratios), "latency_ratio_equal_time_by_seed": latency_ratios,
-           "vs_pytorch": geomean([r["pytorch_eager"]["median_s"] / largest(r) for r in tcl.values()
-                                  if r.get("pytorch_eager")])}
+           "vs_pytorch": geomean([pytorch[seed] / largest["tcl"][seed] for seed in tcl if pytorch[seed]])}
     out["end_to_end_s"] = {kind: {budget: geomean([r["end_to_end"][budget]["median_s"] for r in runs.values()])
                                   for budget in next(iter(runs.values()))["end_to_end"]}
                            for kind, runs in network_runs.items()}
@@ -334,7 +396,12 @@ def main(argv=None) -> int:
         for kind, seed in plan:
             print(f"{name}: {kind}, seed {seed}, {args.minutes:g} min", file=sys.stderr)
             runs.setdefault(kind, {})[str(seed)] = run_one(network, kind, seed, args, work)
-        results["networks"][name] = {"runs": runs, **summarize(runs)}
+        from tcl.tvm.network_tuning import LIBRARY
+
+        threads = int(bench_target(args).attrs.get("num-cores", 1))
+        final = side_by_side({f"{kind}/{seed}": work / name / kind / f"seed{seed}" / LIBRARY
+                              for kind, seeds in runs.items() for seed in seeds}, network, threads)
+        results["networks"][name] = {"runs": runs, "side_by_side": final, **summarize(runs, final)}
         if "0" in runs.get("tcl", {}):
             import torch
 
@@ -344,7 +411,9 @@ def main(argv=None) -> int:
             make, inputs = NETWORKS[name]
             torch.manual_seed(0)
             ops = pytorch_op_seconds(make(), inputs(1), int(target.attrs.get("num-cores", 1)))
-            results["networks"][name]["breakdown"] = breakdown(task_operands(network, target), runs, ops)
+            libraries = {k: work / name / k / "seed0" / LIBRARY for k in ("tcl", "xgb") if "0" in runs.get(k, {})}
+            in_network = {k: task_kernel_seconds(lib, network.inputs) for k, lib in libraries.items() if lib.is_file()}
+            results["networks"][name]["breakdown"] = breakdown(task_operands(network, target), runs, ops, in_network)
         from tcl.tvm.hardware import detect_host, platform_name
 
         results["host"] = platform_name(detect_host())
@@ -353,6 +422,9 @@ def main(argv=None) -> int:
     for name, r in results["networks"].items():
         print(f"{name}: time_ratio_to_xgb_final {r['time_ratio_to_xgb_final']}, latency_ratio_equal_time "
               f"{r['latency_ratio_equal_time']}, vs_pytorch {r['vs_pytorch']}")
+        print("  side by side, ms per call (median [min, max]): " + ", ".join(
+            f"{k} {v['median_s'] * 1e3:.2f} [{v['min_s'] * 1e3:.2f}, {v['max_s'] * 1e3:.2f}]"
+            for k, v in r["side_by_side"].items()))
         if "breakdown" in r:
             print_breakdown(r["breakdown"])
     return 0

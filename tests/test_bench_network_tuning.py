@@ -34,6 +34,33 @@ def test_ratios_pair_runs_by_seed():
     assert s["end_to_end_s"]["tcl"]["6.0"] == pytest.approx((1.2 * 1.8) ** 0.5)
 
 
+def test_ratios_at_the_largest_budget_come_from_the_side_by_side_timing_where_given():
+    runs = {"xgb": {"0": _run([[10, 5.0], [300, 2.0]], (3.0, 2.4))},
+            "tcl": {"0": _run([[10, 3.0], [60, 1.9]], (2.0, 1.2), eager=1.2)}}
+    final = {"xgb/0": {"median_s": 2.0}, "tcl/0": {"median_s": 1.6}, "reference": {"median_s": 0.8}}
+    s = bench.summarize(runs, final)
+    assert s["latency_ratio_equal_time_by_seed"] == [pytest.approx(2.0 / 1.6)]
+    assert s["vs_pytorch"] == pytest.approx(0.8 / 1.6)
+    assert s["end_to_end_s"]["tcl"]["6.0"] == pytest.approx(1.2)  # the runs' own timing at each budget stays
+
+
+def test_side_by_side_times_every_library_and_the_reference_in_turn(tmp_path):
+    pytest.importorskip("tvm")
+    torch = pytest.importorskip("torch")
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.tvm.network_import import from_torch
+    from tcl.tvm.network_tuning import export
+    from tcl.tvm.targets import parse_target
+
+    torch.manual_seed(0)
+    net = from_torch(torch.nn.Sequential(torch.nn.Linear(8, 4)).eval(), (torch.randn(1, 8),), "tiny")
+    library = export(net, ms.database.MemoryDatabase(), parse_target("llvm -num-cores=1"), tmp_path / "net.so")
+    timed = bench.side_by_side({"tcl/0": library, "xgb/0": library}, net, threads=1, rounds=3)
+    assert set(timed) == {"tcl/0", "xgb/0", "reference"}
+    assert all(t["repeats"] == 3 and 0 < t["min_s"] <= t["median_s"] <= t["max_s"] for t in timed.values())
+
+
 def test_a_tcl_run_that_never_reaches_xgb_makes_the_time_ratio_null():
     runs = {"xgb": {"0": _run([[10, 5.0], [300, 1.0]], (3.0, 2.0))},
             "tcl": {"0": _run([[10, 3.0], [300, 1.5]], (2.0, 1.9))}}
@@ -86,8 +113,12 @@ def test_breakdown_sets_each_conv_and_matmul_beside_its_pytorch_op():
            ("aten::add", ((1, 4, 6, 6), (1, 4, 6, 6))): (3e-5, 1.0)}
     runs = {"tcl": {"0": _tasks({"fused_conv2d_add": (2, 2e-3), "fused_matmul_add": (1, 1e-4), "fused_relu": (2, 1e-5)})},
             "xgb": {"0": _tasks({"fused_conv2d_add": (2, 3e-3), "fused_matmul_add": (1, None), "fused_relu": (2, 2e-5)})}}
-    b = bench.breakdown(tasks, runs, ops)
+    in_network = {"tcl": {"fused_conv2d_add": 5e-3, "fused_matmul_add": 1e-4, "fused_relu": 3e-5}}  # per inference
+    b = bench.breakdown(tasks, runs, ops, in_network)
     assert [r["task"] for r in b["tasks"]] == ["fused_conv2d_add", "fused_matmul_add"]  # heaviest in PyTorch first
+    # inside the network, per call: the conv runs twice per inference
+    assert [r["tcl_in_network_s"] for r in b["tasks"]] == pytest.approx([2.5e-3, 1e-4])
+    assert "xgb_in_network_s" not in b["tasks"][0] and b["other_in_network_s"] == {"tcl": pytest.approx(3e-5)}
     conv, matmul = b["tasks"]
     assert (conv["pytorch_op"], conv["pytorch_s"], conv["tcl_s"], conv["xgb_s"]) == ("aten::conv2d", 1e-3, 2e-3, 3e-3)
     assert conv["weight"] == 2 and conv["gflop"] == pytest.approx(2e-3)

@@ -55,6 +55,17 @@ def test_tune_export_load_run_matches_untuned_and_pytorch(tuned):
     assert saved["library"] == str(out / "network.so")
 
 
+def test_kernel_seconds_times_each_tuned_kernel_inside_the_network(tuned):
+    from tcl.tvm.network_tuning import kernel_seconds
+
+    out, net, _, report = tuned
+    kernels = kernel_seconds(out / "network.so", net.inputs, repeats=5)
+    tasks = {t["name"] for t in report["tasks"]}
+    assert {name.removesuffix("_prepacked") for name in kernels} == tasks
+    assert all(s > 0 for s in kernels.values())
+    assert not any(name.startswith("vm.builtin.") for name in kernels)
+
+
 def test_database_is_stock_and_a_second_run_resumes_it(tuned, tmp_path):
     from tvm.s_tir import meta_schedule as ms
 

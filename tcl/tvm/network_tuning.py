@@ -118,6 +118,30 @@ def run_library(vm, dev, inputs):
     return lambda: vm["main"](*args)
 
 
+def kernel_seconds(library, inputs, repeats: int = 20) -> dict[str, float]:
+    """Seconds per inference spent in each kernel of an exported network (the VM's builtins left out),
+    timed around every call while the whole network runs: a kernel can be slower there than when it
+    was measured alone, e.g. when its weights are no longer in cache."""
+    vm, dev = load_library(library)
+    run = run_library(vm, dev, inputs)
+    run()  # warm-up, outside the timing
+    total: dict[str, float] = {}
+    started: dict[str, float] = {}
+
+    def instrument(func, name, before_run, ret_value, *args):
+        if name.startswith("vm.builtin."):
+            return
+        if before_run:
+            started[name] = time.perf_counter()
+        else:
+            total[name] = total.get(name, 0.0) + time.perf_counter() - started[name]
+
+    vm.set_instrument(instrument)
+    for _ in range(repeats):
+        run()
+    return {name: seconds / repeats for name, seconds in total.items()}
+
+
 def export(network: Network, database, target, path, prepack_weights: bool = PREPACK_WEIGHTS) -> Path:
     exe = compile_network(network, database, target, prepack_weights)
     path = Path(path)
