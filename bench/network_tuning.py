@@ -253,7 +253,8 @@ def breakdown(tasks: dict, runs: dict, op_seconds: dict, in_network: dict | None
                         for k, kernels in in_network.items()}
     return {"tasks": sorted(rows, key=lambda r: -r["weight"] * r["pytorch_s"]), "other_s": other,
             "other_in_network_s": other_in_network,
-            "in_network_s": {k: sum(kernels.values()) for k, kernels in in_network.items()}, "pytorch_profiled_s": sum(s * n for s, n in op_seconds.values())}
+            "in_network_s": {k: sum(kernels.values()) for k, kernels in in_network.items()},
+            "pytorch_profiled_s": sum(s * n for s, n in op_seconds.values())}
 
 
 def print_breakdown(b: dict) -> None:
@@ -299,16 +300,16 @@ def side_by_side(libraries: dict[str, Path], network, threads: int, rounds: int 
             for name, t in times.items()}
 
 
-def summarize(network_runs: dict, final: dict | None = None) -> dict:
-    """The three ratios of one network from its runs {cost_model: {seed: run}}. `final`: the
+def summarize(network_runs: dict, side: dict | None = None) -> dict:
+    """The three ratios of one network from its runs {cost_model: {seed: run}}. `side`: the
     side_by_side times of the largest budget's libraries, keyed "cost_model/seed" (and "reference"),
     used for the ratios at the largest budget where given; else each run's own end-to-end timing."""
     tcl, xgb = network_runs.get("tcl", {}), network_runs.get("xgb", {})
-    final = final or {}
-    largest = {kind: {seed: final[f"{kind}/{seed}"]["median_s"] if f"{kind}/{seed}" in final
+    side = side or {}
+    largest = {kind: {seed: side[f"{kind}/{seed}"]["median_s"] if f"{kind}/{seed}" in side
                       else run["end_to_end"][max(run["end_to_end"], key=float)]["median_s"]
                       for seed, run in runs.items()} for kind, runs in network_runs.items()}
-    pytorch = {seed: final["reference"]["median_s"] if "reference" in final
+    pytorch = {seed: side["reference"]["median_s"] if "reference" in side
                else (run.get("pytorch_eager") or {}).get("median_s") for seed, run in tcl.items()}
     time_ratios, latency_ratios = [], []
     for seed in sorted(set(tcl) & set(xgb)):
@@ -399,9 +400,9 @@ def main(argv=None) -> int:
         from tcl.tvm.network_tuning import LIBRARY
 
         threads = int(bench_target(args).attrs.get("num-cores", 1))
-        final = side_by_side({f"{kind}/{seed}": work / name / kind / f"seed{seed}" / LIBRARY
-                              for kind, seeds in runs.items() for seed in seeds}, network, threads)
-        results["networks"][name] = {"runs": runs, "side_by_side": final, **summarize(runs, final)}
+        side = side_by_side({f"{kind}/{seed}": work / name / kind / f"seed{seed}" / LIBRARY
+                             for kind, seeds in runs.items() for seed in seeds}, network, threads)
+        results["networks"][name] = {"runs": runs, "side_by_side": side, **summarize(runs, side)}
         if "0" in runs.get("tcl", {}):
             import torch
 
