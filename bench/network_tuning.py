@@ -118,13 +118,18 @@ def run_settings(network, kind: str, args) -> dict:
     return settings
 
 
+def run_dir(work: Path, network_name: str, kind: str, seed) -> Path:
+    """Where one run is kept: its `tcl tune` output, with the largest budget's library."""
+    return work / network_name / kind / f"seed{seed}"
+
+
 def run_one(network, kind: str, seed: int, args, work: Path) -> dict:
     """One tuning run of an imported built-in network at the largest budget (reused if already done
     with these settings), with the end-to-end seconds at each budget."""
     from tcl.tvm.network_tuning import compile_network, end_to_end, run_library, time_calls, tune_network
 
     network_name = network.name
-    out = work / network_name / kind / f"seed{seed}"
+    out = run_dir(work, network_name, kind, seed)
     settings = run_settings(network, kind, args)
     done = out / "bench_run.json"
     if done.exists():
@@ -280,7 +285,7 @@ def side_by_side(libraries: dict[str, Path], network, threads: int, rounds: int 
     """The exported libraries of one network ({name: path}) and the network's own framework
     ("reference") timed in turn, one call of each per round in one process, so that the machine's
     drift between tuning runs hits them alike: median, min and max seconds per name."""
-    from tcl.tvm.network_tuning import load_library, run_library
+    from tcl.tvm.network_tuning import call_stats, load_library, run_library
 
     calls = {}
     for name, library in libraries.items():
@@ -296,8 +301,7 @@ def side_by_side(libraries: dict[str, Path], network, threads: int, rounds: int 
             t0 = time.perf_counter()
             call()
             times[name].append(time.perf_counter() - t0)
-    return {name: {"median_s": float(np.median(t)), "min_s": min(t), "max_s": max(t), "repeats": rounds}
-            for name, t in times.items()}
+    return {name: call_stats(t) for name, t in times.items()}
 
 
 def summarize(network_runs: dict, side: dict | None = None) -> dict:
@@ -399,8 +403,9 @@ def main(argv=None) -> int:
             runs.setdefault(kind, {})[str(seed)] = run_one(network, kind, seed, args, work)
         from tcl.tvm.network_tuning import LIBRARY
 
-        threads = int(bench_target(args).attrs.get("num-cores", 1))
-        side = side_by_side({f"{kind}/{seed}": work / name / kind / f"seed{seed}" / LIBRARY
+        target = bench_target(args)
+        threads = int(target.attrs.get("num-cores", 1))
+        side = side_by_side({f"{kind}/{seed}": run_dir(work, name, kind, seed) / LIBRARY
                              for kind, seeds in runs.items() for seed in seeds}, network, threads)
         results["networks"][name] = {"runs": runs, "side_by_side": side, **summarize(runs, side)}
         if "0" in runs.get("tcl", {}):
@@ -408,11 +413,10 @@ def main(argv=None) -> int:
 
             from tcl.tvm.networks import NETWORKS
 
-            target = bench_target(args)
             make, inputs = NETWORKS[name]
             torch.manual_seed(0)
-            ops = pytorch_op_seconds(make(), inputs(1), int(target.attrs.get("num-cores", 1)))
-            libraries = {k: work / name / k / "seed0" / LIBRARY for k in ("tcl", "xgb") if "0" in runs.get(k, {})}
+            ops = pytorch_op_seconds(make(), inputs(1), threads)
+            libraries = {k: run_dir(work, name, k, 0) / LIBRARY for k in ("tcl", "xgb") if "0" in runs.get(k, {})}
             in_network = {k: task_kernel_seconds(lib, network.inputs) for k, lib in libraries.items() if lib.is_file()}
             results["networks"][name]["breakdown"] = breakdown(task_operands(network, target), runs, ops, in_network)
         from tcl.tvm.hardware import detect_host, platform_name

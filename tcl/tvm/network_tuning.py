@@ -68,6 +68,11 @@ def time_calls(fn, repeats: int = 20, max_seconds: float = 20.0) -> dict:
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
+    return call_stats(times)
+
+
+def call_stats(times: list[float]) -> dict:
+    """Median, min and max of timed calls, in seconds, and how many there were."""
     return {"median_s": float(np.median(times)), "min_s": float(min(times)), "max_s": float(max(times)),
             "repeats": len(times)}
 
