@@ -23,6 +23,8 @@ run, and
   (paired by seed, geometric mean),
 - vs_pytorch: PyTorch eager seconds / TCL-tuned seconds at the largest budget, side by side
   (geometric mean),
+- cache_flush: the three ratios between the runs of kinds tcl+flush and xgb+flush (the runner
+  flushing the caches before every timed call) where both were run,
 - breakdown: where the time goes, task by task (seed 0): each cost model's best latency per conv or
   matmul task as measured alone, and its kernel's time per call inside the exported network, beside
   PyTorch eager's time per call of the same op (torch.profiler, same threads), and every other task
@@ -45,7 +47,7 @@ import numpy as np
 from tcl.atomic import save_figure, write_json
 from tcl.cli.options import HelpFormatter
 from tcl.tvm.network_tuning import log_latency_axis
-from tcl.tvm.network_tuning_config import PREPACK_WEIGHTS, SEARCH, TRIALS_PER_ITER
+from tcl.tvm.network_tuning_config import CACHE_FLUSH, PREPACK_WEIGHTS, SEARCH, TRIALS_PER_ITER
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "network_tuning.json"
@@ -101,6 +103,14 @@ def bench_target(args):
     return parse_target(args.target) if args.target else default_target()
 
 
+FLUSH = "+flush"  # a cost model's runs with the runner flushing the caches, e.g. tcl+flush
+
+
+def cost_model_of(kind: str) -> tuple[str, bool]:
+    """A run kind of --cost-models -> (the cost model, whether the runner flushes the caches)."""
+    return kind.removesuffix(FLUSH), kind.endswith(FLUSH)
+
+
 def run_settings(network, kind: str, args) -> dict:
     """What a stored run must have been made with to be reused."""
     import tvm_ffi
@@ -113,8 +123,11 @@ def run_settings(network, kind: str, args) -> dict:
                 "search": args.search.get(kind, SEARCH),
                 "network": str(tvm_ffi.structural_hash(network.mod)),  # the module as imported and tuned
                 "prepack_weights": PREPACK_WEIGHTS}
-    if kind == "tcl":  # a run of another shipped model is not reused
+    cost_model, flush = cost_model_of(kind)
+    if cost_model == "tcl":  # a run of another shipped model is not reused
         settings["model_sha256"] = model_sha256()
+    if flush != CACHE_FLUSH:  # named only off the default, so that default runs stored before stay valid
+        settings["cache_flush"] = flush
     return settings
 
 
@@ -139,9 +152,10 @@ def run_one(network, kind: str, seed: int, args, work: Path) -> dict:
             return run
     if out.exists():  # an interrupted run or other settings: tune_network would resume from its database
         shutil.rmtree(out)
-    report = tune_network(network, out, minutes=args.minutes, cost_model=kind, target=args.target, seed=seed,
+    cost_model, flush = cost_model_of(kind)
+    report = tune_network(network, out, minutes=args.minutes, cost_model=cost_model, target=args.target, seed=seed,
                           trials_per_iter=args.trials_per_iter, search=settings["search"], measure=False,
-                          label=f"{network_name} {kind} s{seed}")
+                          label=f"{network_name} {kind} s{seed}", cache_flush=flush)
     import tvm
     from tvm.s_tir import meta_schedule as ms
     from tcl.tvm.network_tuning import LIBRARY, export
@@ -231,12 +245,17 @@ def task_kernel_seconds(library: Path, inputs) -> dict[str, float]:
     return out
 
 
+def breakdown_kinds(runs: dict) -> list[str]:
+    """The run kinds of TCL and XGBModel (with or without cache flush) that have a seed 0 run."""
+    return [k for k in runs if cost_model_of(k)[0] in ("tcl", "xgb") and "0" in runs[k]]
+
+
 def breakdown(tasks: dict, runs: dict, op_seconds: dict, in_network: dict | None = None) -> dict:
     """Where the time goes, task by task: each cost model's best latency per task (seed 0), measured
     alone, and its kernel's time per call inside the whole network (`in_network`: {cost model:
     task_kernel_seconds}), beside PyTorch eager's time per call of the same conv or matmul; the other
     tasks and ops summed."""
-    models = [k for k in ("tcl", "xgb") if "0" in runs.get(k, {})]
+    models = breakdown_kinds(runs)
     best = {k: {t["name"]: t["best_s"] for t in runs[k]["0"]["tasks"]} for k in models}
     in_network = in_network or {}
     rows, other = [], {k: 0.0 for k in models}
@@ -264,7 +283,7 @@ def breakdown(tasks: dict, runs: dict, op_seconds: dict, in_network: dict | None
 
 def print_breakdown(b: dict) -> None:
     """Per task: each cost model's best latency alone / its kernel's inside the network, ms per call."""
-    models = [k for k in ("tcl", "xgb") if k in b["other_s"]]
+    models = [k for k in b["other_s"] if k != "pytorch"]
     ms = lambda v: f"{(v if v is not None else float('nan')) * 1e3:.3f}"  # noqa: E731
     cell = lambda alone, inside: f"{ms(alone) + ' / ' + ms(inside):>15s}"  # noqa: E731
     print(f"  {'task':44s} {'weight':>6s} {'GFLOP':>6s} " + " ".join(f"{k + ' alone / in net':>15s}" for k in models)
@@ -336,6 +355,14 @@ def summarize(network_runs: dict, side: dict | None = None) -> dict:
     return out
 
 
+def summarize_flushed(network_runs: dict, side: dict) -> dict | None:
+    """summarize's ratios between the runs of tcl+flush and xgb+flush (None unless both were run)."""
+    flushed = {k.removesuffix(FLUSH): v for k, v in network_runs.items() if k.endswith(FLUSH)}
+    if not {"tcl", "xgb"} <= set(flushed):
+        return None
+    return summarize(flushed, {k.replace(FLUSH + "/", "/"): v for k, v in side.items() if FLUSH in k or k == "reference"})
+
+
 def plot(results: dict, path: Path) -> None:
     import matplotlib
 
@@ -370,7 +397,9 @@ def main(argv=None) -> int:
                    help="budgets in minutes at which the network is timed end to end (default: 1/4, 1/2 and all of --minutes)")
     p.add_argument("--seeds", type=int, default=3, help="seeds of TCL and XGB (default: %(default)s)")
     p.add_argument("--one-seed", default="mlp,random", help="cost models run at seed 0 only (default: %(default)s)")
-    p.add_argument("--cost-models", default="tcl,xgb", help="cost models run at every seed (default: %(default)s)")
+    p.add_argument("--cost-models", default="tcl,xgb",
+                   help=f"cost models run at every seed; a model named with {FLUSH} (e.g. tcl{FLUSH}) is run with the "
+                        "runner flushing the caches before every timed call (default: %(default)s)")
     p.add_argument("--target", default=None, help="TVM target (default: this CPU, all cores)")
     p.add_argument("--trials-per-iter", type=int, default=TRIALS_PER_ITER,
                    help="programs per measured batch (default: %(default)s, as tcl tune)")
@@ -408,6 +437,8 @@ def main(argv=None) -> int:
         side = side_by_side({f"{kind}/{seed}": run_dir(work, name, kind, seed) / LIBRARY
                              for kind, seeds in runs.items() for seed in seeds}, network, threads)
         results["networks"][name] = {"runs": runs, "side_by_side": side, **summarize(runs, side)}
+        if (flushed := summarize_flushed(runs, side)) is not None:
+            results["networks"][name]["cache_flush"] = flushed
         if "0" in runs.get("tcl", {}):
             import torch
 
@@ -416,7 +447,7 @@ def main(argv=None) -> int:
             make, inputs = NETWORKS[name]
             torch.manual_seed(0)
             ops = pytorch_op_seconds(make(), inputs(1), threads)
-            libraries = {k: run_dir(work, name, k, 0) / LIBRARY for k in ("tcl", "xgb") if "0" in runs.get(k, {})}
+            libraries = {k: run_dir(work, name, k, 0) / LIBRARY for k in breakdown_kinds(runs)}
             in_network = {k: task_kernel_seconds(lib, network.inputs) for k, lib in libraries.items() if lib.is_file()}
             results["networks"][name]["breakdown"] = breakdown(task_operands(network, target), runs, ops, in_network)
         from tcl.tvm.hardware import detect_host, platform_name

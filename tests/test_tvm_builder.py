@@ -79,3 +79,25 @@ def test_a_lookup_task_is_measured_not_crashed():
     args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
     (result,) = [f.result() for f in make_runner().run([ms.runner.RunnerInput(built.artifact_path, "cpu", args_info)])]
     assert result.error_msg is None and all(0 < float(s) < 0.1 for s in result.run_secs)
+
+
+@pytest.mark.slow
+def test_cache_flushing_runner_times_one_cold_call_per_repeat():
+    """With cache_flush, every timed repeat is one call after the arguments were flushed (a longer
+    repeat would time warm calls), whatever number and min_repeat_ms were asked for."""
+    from tvm import te
+
+    a = te.placeholder((256, 256), name="a")
+    x = te.placeholder((256,), name="x")
+    k = te.reduce_axis((0, 256), name="k")
+    y = te.compute((256,), lambda i: te.sum(a[i, k] * x[k], axis=k), name="y")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, x, y])})
+    runner = make_runner(repeat=7, number=20, min_repeat_ms=100, cache_flush=True)
+    config = runner.evaluator_config
+    assert (config.number, config.repeat, config.min_repeat_ms, config.enable_cpu_cache_flush) == (1, 7, 0, True)
+    assert not make_runner().evaluator_config.enable_cpu_cache_flush
+    (built,) = make_builder(max_workers=1, persistent=False).build([ms.builder.BuilderInput(mod, default_target(1))])
+    assert built.error_msg is None
+    run_input = ms.runner.RunnerInput(built.artifact_path, "cpu", ms.arg_info.ArgInfo.from_prim_func(mod["main"]))
+    (result,) = [f.result() for f in runner.run([run_input])]
+    assert result.error_msg is None and len(result.run_secs) == 7 and all(float(s) > 0 for s in result.run_secs)

@@ -128,11 +128,17 @@ def make_runner(
     session_timeout_sec: int = 60,
     max_workers: int = 1,
     initializer=None,
+    cache_flush: bool = False,
 ):
     """LocalRunner, or RPCRunner through a TVM RPC tracker when tracker_host/port/key are given.
-    `initializer` runs in the LocalRunner's worker process (e.g. to pin it to CPUs)."""
+    `initializer` runs in the LocalRunner's worker process (e.g. to pin it to CPUs). cache_flush:
+    every call starts with the program's inputs and weights flushed from the CPU caches, as inside a
+    whole network where the other layers evict them; each timed repeat is then one call
+    (number and min_repeat_ms do not apply)."""
+    if cache_flush:
+        number, min_repeat_ms = 1, 0  # a longer repeat would time warm calls after the first
     config = ms.runner.EvaluatorConfig(
-        number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, enable_cpu_cache_flush=False
+        number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, enable_cpu_cache_flush=cache_flush
     )
     if tracker_host is None:
         return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=config, initializer=initializer,

@@ -9,3 +9,7 @@ SEARCH = {"population_size": 256, "genetic_num_iters": 2}
 # Weights are constants: tuned programs may read them in a blocked layout of their own, converted once
 # at compile time (docs/results.md#network_tuning).
 PREPACK_WEIGHTS = True
+# The runner times a measured program with its inputs and weights in cache unless CACHE_FLUSH; with
+# it, every timed call starts from flushed caches, FLUSHED_REPEATS calls per program.
+CACHE_FLUSH = False
+FLUSHED_REPEATS = 5
