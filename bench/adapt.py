@@ -10,6 +10,8 @@ tasks:
 - `full`: the KB distils every training program (rate 1.0);
 - `zero_shot`: the KB as it is, under the new host's descriptor;
 - `scratch`: a model trained from scratch (`tcl train`'s defaults) on every training program;
+- with --log-ratio-weight W, every method's distillation adds the log-ratio term
+  (tcl.model.losses.log_ratio_loss) with weight W, stored as the method `NAME+logratioW`;
 - `oracle_top`, `oracle_strata`, `oracle_best` (diagnostics, run only when named): the same share
   picked with the true latencies (bench/sampling.py's oracles), then distilled the same way; they
   ask how good an adaptation any such share can give.
@@ -130,14 +132,15 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
     torch.set_num_threads(args.threads)
     data, train_ids, test_ids = dataset(target)
     kb, ewc, ck = load_kb(kb_path)
-    ckd = CKDConfig(seed=seed, threads=args.threads)
+    ckd = CKDConfig(seed=seed, threads=args.threads, log_ratio_weight=args.log_ratio_weight)
     kb, ewc = as_knowledge_base(kb, ck, ckd)
     t0 = time.perf_counter()
     pool = data.programs_of(train_ids)
     if method == "zero_shot":
         model, measured = kb, np.zeros(0)
     elif method == "scratch":
-        model, _ = train(data, train_ids, (), seed=seed, threads=args.threads, progress=False)
+        model, _ = train(data, train_ids, (), seed=seed, threads=args.threads, progress=False,
+                         log_ratio_weight=args.log_ratio_weight)
         measured = data.cost[pool]
     elif method == "full":
         model, _, _ = learn_platform(kb, ewc, data, train_ids, preservation(kb, ewc, data, train_ids, ckd))
@@ -152,11 +155,21 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
         cfg = SamplingConfig(method=method, fraction=rate, seed=seed, threads=args.threads)
         res = adapt(kb, ewc, data, train_ids, LookupOracle(data.cost), cfg, ckd)
         model, measured = res.kb, res.costs
-    return {"host": host, "method": method, "rate": rate, "seed": seed,
+    return {"host": host, "method": method + variant(args), "rate": rate, "seed": seed,
             **scores(model, data, test_ids, args.min_programs),
             "programs_measured": int(len(measured)),
             "seconds_measured": seconds_measured(measured, args.repeat, args.min_repeat_ms),
             "seconds": time.perf_counter() - t0}
+
+
+def variant(args) -> str:
+    """The suffix of the method names of runs whose distillation adds the log-ratio term."""
+    return f"+logratio{args.log_ratio_weight:g}" if args.log_ratio_weight else ""
+
+
+def base_method(method: str) -> str:
+    """A stored method name without its variant suffix."""
+    return method.split("+")[0]
 
 
 def run_key(host, method, rate, seed) -> str:
@@ -179,15 +192,20 @@ def summarise(runs: dict) -> dict:
 
 def paired(runs: dict) -> dict:
     """Per host and sampled rate: rdu minus each other method on the same seed (mean, standard error,
-    pairs), and rdu's ratio to the same seed's full adaptation, by both measures."""
+    pairs), and rdu's ratio to the same seed's full adaptation, by both measures. A variant's runs
+    (`rdu+logratio1`, ...) are paired with the same variant's, keyed by rate and suffix ("0.1+logratio1"),
+    and with plain rdu."""
     out: dict = {}
     by = {(r["host"], r["method"], str(r["rate"]), r["seed"]): r for r in runs.values()}
     for (host, method, rate, seed), r in by.items():
-        if method != "rdu":
+        if base_method(method) != "rdu":
             continue
-        entry = out.setdefault(host, {}).setdefault(rate, {})
-        others = [(m, by.get((host, m, rate, seed))) for m in (*SAMPLERS, *ORACLES) if m != "rdu"]
-        others += [(m, by.get((host, m, str(WHOLE[m]), seed))) for m in WHOLE]
+        suffix = method.removeprefix("rdu")
+        entry = out.setdefault(host, {}).setdefault(rate + suffix, {})
+        others = [(m, by.get((host, m + suffix, rate, seed))) for m in (*SAMPLERS, *ORACLES) if m != "rdu"]
+        others += [(m, by.get((host, m + suffix, str(WHOLE[m]), seed))) for m in WHOLE]
+        if suffix:  # against the same sampler distilled without the variant
+            others.append(("rdu", by.get((host, "rdu", rate, seed))))
         for m, o in others:
             if o is None:
                 continue
@@ -230,6 +248,9 @@ def main(argv=None) -> int:
                    help="tasks in the task mean have this many programs")
     p.add_argument("--repeat", type=int, default=3, help="measuring protocol: runs per program (tcl collect's)")
     p.add_argument("--min-repeat-ms", type=float, default=100, help="measuring protocol: each run at least this long")
+    p.add_argument("--log-ratio-weight", type=float, default=0.0,
+                   help="distillation (and scratch's training) adds the log-ratio term with this weight; the runs "
+                        "are stored as the methods' variants, e.g. rdu+logratio1 (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs at once, one process each")
     p.add_argument("--work", type=Path, default=ROOT / "build" / "adapt_kb", help="where the KBs are kept")
@@ -254,7 +275,7 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             for m in args.methods:
                 for rate in ([WHOLE[m]] if m in WHOLE else args.rates):
-                    if run_key(target.name, m, rate, seed) not in runs:
+                    if run_key(target.name, m + variant(args), rate, seed) not in runs:
                         todo.append((target.name, target, kb, m, rate, seed))
     print(f"{len(todo)} runs to do, {len(runs)} stored, {args.jobs} at once", file=sys.stderr)
 

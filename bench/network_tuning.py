@@ -5,7 +5,9 @@ the network for --minutes of wall-clock time (the largest budget) on this machin
 estimated network latency (sum over tasks of weight x best measured latency) against tuning wall
 time, so the smaller budgets come from the same run. At each budget of --budgets the network is
 compiled from the database records measured by then and timed end to end (the library of the
-largest budget is the exported one); PyTorch eager is timed beside it with the same threads.
+largest budget is the exported one); PyTorch eager is timed beside it with the same threads. As in
+`tcl tune`, the runner times each program from flushed caches; a kind named with +warm (e.g.
+tcl+warm) times repeated calls on warm caches instead.
 
 Runs are kept under --work (one directory per network, cost model and seed, each a `tcl tune`
 output) and reused when run again with the same settings on the same host, so a long benchmark can
@@ -23,8 +25,8 @@ run, and
   (paired by seed, geometric mean),
 - vs_pytorch: PyTorch eager seconds / TCL-tuned seconds at the largest budget, side by side
   (geometric mean),
-- cache_flush: the three ratios between the runs of kinds tcl+flush and xgb+flush (the runner
-  flushing the caches before every timed call) where both were run,
+- warm: the three ratios between the runs of kinds tcl+warm and xgb+warm (the runner timing
+  repeated calls on warm caches, TVM's default, instead of flushing them) where both were run,
 - breakdown: where the time goes, task by task (seed 0): each cost model's best latency per conv or
   matmul task as measured alone, and its kernel's time per call inside the exported network, beside
   PyTorch eager's time per call of the same op (torch.profiler, same threads), and every other task
@@ -103,12 +105,12 @@ def bench_target(args):
     return parse_target(args.target) if args.target else default_target()
 
 
-FLUSH = "+flush"  # a cost model's runs with the runner flushing the caches, e.g. tcl+flush
+WARM = "+warm"  # a cost model's runs with the runner timing repeated calls on warm caches, e.g. tcl+warm
 
 
 def cost_model_of(kind: str) -> tuple[str, bool]:
     """A run kind of --cost-models -> (the cost model, whether the runner flushes the caches)."""
-    return kind.removesuffix(FLUSH), kind.endswith(FLUSH)
+    return kind.removesuffix(WARM), CACHE_FLUSH and not kind.endswith(WARM)
 
 
 def run_settings(network, kind: str, args) -> dict:
@@ -126,9 +128,13 @@ def run_settings(network, kind: str, args) -> dict:
     cost_model, flush = cost_model_of(kind)
     if cost_model == "tcl":  # a run of another shipped model is not reused
         settings["model_sha256"] = model_sha256()
-    if flush != CACHE_FLUSH:  # named only off the default, so that default runs stored before stay valid
-        settings["cache_flush"] = flush
+    settings["cache_flush"] = flush
     return settings
+
+
+def stored_settings(run: dict) -> dict:
+    """A stored run's settings; runs stored before the runner could flush the caches did not."""
+    return {"cache_flush": False, **run["settings"]}
 
 
 def run_dir(work: Path, network_name: str, kind: str, seed) -> Path:
@@ -147,7 +153,7 @@ def run_one(network, kind: str, seed: int, args, work: Path) -> dict:
     done = out / "bench_run.json"
     if done.exists():
         run = json.loads(done.read_text())
-        if run["settings"] == settings:
+        if stored_settings(run) == settings:
             print(f"  reusing {done}", file=sys.stderr)
             return run
     if out.exists():  # an interrupted run or other settings: tune_network would resume from its database
@@ -246,7 +252,7 @@ def task_kernel_seconds(library: Path, inputs) -> dict[str, float]:
 
 
 def breakdown_kinds(runs: dict) -> list[str]:
-    """The run kinds of TCL and XGBModel (with or without cache flush) that have a seed 0 run."""
+    """The run kinds of TCL and XGBModel (with flushed or warm caches) that have a seed 0 run."""
     return [k for k in runs if cost_model_of(k)[0] in ("tcl", "xgb") and "0" in runs[k]]
 
 
@@ -355,12 +361,12 @@ def summarize(network_runs: dict, side: dict | None = None) -> dict:
     return out
 
 
-def summarize_flushed(network_runs: dict, side: dict) -> dict | None:
-    """summarize's ratios between the runs of tcl+flush and xgb+flush (None unless both were run)."""
-    flushed = {k.removesuffix(FLUSH): v for k, v in network_runs.items() if k.endswith(FLUSH)}
-    if not {"tcl", "xgb"} <= set(flushed):
+def summarize_warm(network_runs: dict, side: dict) -> dict | None:
+    """summarize's ratios between the runs of tcl+warm and xgb+warm (None unless both were run)."""
+    warm = {k.removesuffix(WARM): v for k, v in network_runs.items() if k.endswith(WARM)}
+    if not {"tcl", "xgb"} <= set(warm):
         return None
-    return summarize(flushed, {k.replace(FLUSH + "/", "/"): v for k, v in side.items() if FLUSH in k or k == "reference"})
+    return summarize(warm, {k.replace(WARM + "/", "/"): v for k, v in side.items() if WARM in k or k == "reference"})
 
 
 def plot(results: dict, path: Path) -> None:
@@ -398,8 +404,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=3, help="seeds of TCL and XGB (default: %(default)s)")
     p.add_argument("--one-seed", default="mlp,random", help="cost models run at seed 0 only (default: %(default)s)")
     p.add_argument("--cost-models", default="tcl,xgb",
-                   help=f"cost models run at every seed; a model named with {FLUSH} (e.g. tcl{FLUSH}) is run with the "
-                        "runner flushing the caches before every timed call (default: %(default)s)")
+                   help=f"cost models run at every seed; a model named with {WARM} (e.g. tcl{WARM}) is run with the "
+                        "runner timing repeated calls on warm caches, not flushing them (default: %(default)s)")
     p.add_argument("--target", default=None, help="TVM target (default: this CPU, all cores)")
     p.add_argument("--trials-per-iter", type=int, default=TRIALS_PER_ITER,
                    help="programs per measured batch (default: %(default)s, as tcl tune)")
@@ -437,8 +443,8 @@ def main(argv=None) -> int:
         side = side_by_side({f"{kind}/{seed}": run_dir(work, name, kind, seed) / LIBRARY
                              for kind, seeds in runs.items() for seed in seeds}, network, threads)
         results["networks"][name] = {"runs": runs, "side_by_side": side, **summarize(runs, side)}
-        if (flushed := summarize_flushed(runs, side)) is not None:
-            results["networks"][name]["cache_flush"] = flushed
+        if (warm := summarize_warm(runs, side)) is not None:
+            results["networks"][name]["warm"] = warm
         if "0" in runs.get("tcl", {}):
             import torch
 

@@ -61,6 +61,21 @@ def test_summary_and_pairs_per_seed():
     assert pairs["top1_minus_zero_shot"]["mean"] == pytest.approx(0.35)
 
 
+def test_a_variants_runs_pair_with_the_same_variant_and_with_plain_rdu():
+    runs = {}
+    for seed, (rdu, rdu_lr, rnd_lr) in enumerate(((0.6, 0.7, 0.5), (0.5, 0.8, 0.6))):
+        for r in (_run("rdu", 0.1, seed, rdu, rdu, 10.0), _run("rdu+logratio1", 0.1, seed, rdu_lr, rdu_lr, 10.0),
+                  _run("random+logratio1", 0.1, seed, rnd_lr, rnd_lr, 8.0)):
+            runs[bench.run_key(r["host"], r["method"], r["rate"], r["seed"])] = r
+    assert bench.summarise(runs)["h"]["rdu+logratio1"]["0.1"]["top1"] == pytest.approx(0.75)
+    pairs = bench.paired(runs)["h"]
+    assert set(pairs) == {"0.1", "0.1+logratio1"}
+    assert "top1_minus_random" not in pairs["0.1"]  # plain rdu has no plain random to pair with
+    assert pairs["0.1+logratio1"]["top1_minus_random"]["mean"] == pytest.approx(0.2)
+    assert pairs["0.1+logratio1"]["top1_minus_rdu"]["mean"] == pytest.approx(0.2)  # 0.1 and 0.3
+    assert bench.base_method("rdu+logratio1") == "rdu"
+
+
 def test_the_summary_keeps_hosts_whose_runs_were_made_on_another_machine():
     runs = {bench.run_key("h", "rdu", 0.1, 0): _run("rdu", 0.1, 0, 0.6, 0.6, 10.0)}
     out = {"hosts": bench.summarise(runs), "paired": bench.paired(runs)}

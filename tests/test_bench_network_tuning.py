@@ -44,20 +44,22 @@ def test_ratios_at_the_largest_budget_come_from_the_side_by_side_timing_where_gi
     assert s["end_to_end_s"]["tcl"]["6.0"] == pytest.approx(1.2)  # the runs' own timing at each budget stays
 
 
-def test_runs_that_flushed_the_caches_are_their_own_kind_with_their_own_ratios():
-    assert bench.cost_model_of("tcl+flush") == ("tcl", True) and bench.cost_model_of("xgb") == ("xgb", False)
+def test_runs_on_warm_caches_are_their_own_kind_with_their_own_ratios():
+    assert bench.cost_model_of("tcl+warm") == ("tcl", False) and bench.cost_model_of("xgb") == ("xgb", True)
+    assert bench.stored_settings({"settings": {"minutes": 1}}) == {"minutes": 1, "cache_flush": False}
+    assert bench.stored_settings({"settings": {"cache_flush": True}}) == {"cache_flush": True}
     runs = {"xgb": {"0": _run([[10, 5.0], [300, 2.0]], (3.0, 2.4))},
             "tcl": {"0": _run([[10, 3.0], [60, 1.9]], (2.0, 1.2), eager=1.2)},
-            "xgb+flush": {"0": _run([[10, 4.0], [300, 3.0]], (3.0, 2.4))},
-            "tcl+flush": {"0": _run([[10, 3.5], [100, 2.9]], (2.0, 1.2), eager=1.2)}}
-    side = {"xgb/0": {"median_s": 2.0}, "tcl/0": {"median_s": 1.6}, "xgb+flush/0": {"median_s": 1.8},
-            "tcl+flush/0": {"median_s": 1.2}, "reference": {"median_s": 0.6}}
-    flushed = bench.summarize_flushed(runs, side)
-    assert flushed["time_ratio_to_xgb_final_by_seed"] == [pytest.approx(3.0)]
-    assert flushed["latency_ratio_equal_time_by_seed"] == [pytest.approx(1.5)]
-    assert flushed["vs_pytorch"] == pytest.approx(0.5)
+            "xgb+warm": {"0": _run([[10, 4.0], [300, 3.0]], (3.0, 2.4))},
+            "tcl+warm": {"0": _run([[10, 3.5], [100, 2.9]], (2.0, 1.2), eager=1.2)}}
+    side = {"xgb/0": {"median_s": 2.0}, "tcl/0": {"median_s": 1.6}, "xgb+warm/0": {"median_s": 1.8},
+            "tcl+warm/0": {"median_s": 1.2}, "reference": {"median_s": 0.6}}
+    warm = bench.summarize_warm(runs, side)
+    assert warm["time_ratio_to_xgb_final_by_seed"] == [pytest.approx(3.0)]
+    assert warm["latency_ratio_equal_time_by_seed"] == [pytest.approx(1.5)]
+    assert warm["vs_pytorch"] == pytest.approx(0.5)
     assert bench.summarize(runs, side)["latency_ratio_equal_time_by_seed"] == [pytest.approx(2.0 / 1.6)]
-    assert bench.summarize_flushed({k: runs[k] for k in ("tcl", "xgb", "tcl+flush")}, side) is None
+    assert bench.summarize_warm({k: runs[k] for k in ("tcl", "xgb", "tcl+warm")}, side) is None
     assert bench.breakdown_kinds(runs) == list(runs)
 
 

@@ -28,7 +28,7 @@ from tcl.continual import (  # noqa: E402
     progress,
     with_hardware_film,
 )
-from tcl.model.losses import lambda_rank_loss  # noqa: E402
+from tcl.model.losses import lambda_rank_loss, log_ratio_loss  # noqa: E402
 from tcl.program_data import ProgramData  # noqa: E402
 
 CFG = CKDConfig(progress_epochs=2, compress_epochs=2, min_steps=0, threads=1, group_size=16)
@@ -478,6 +478,30 @@ def test_distill_cli_defaults_are_ckdconfigs():
     assert ckd_config(args) == CKDConfig()
     assert all(hasattr(args, f) for f in CKDConfig.__dataclass_fields__)
     args = build_parser().parse_args(["distill", "d", "--out", "o", "--no-gate", "--no-film", "--adapter-rank", "0",
-                                      "--preserve", "keep", "--no-column-from-kb"])
+                                      "--preserve", "keep", "--no-column-from-kb", "--log-ratio-weight", "0.5"])
     assert ckd_config(args) == replace(CKDConfig(), gated=False, hardware_film=False, hardware_adapter_rank=0,
-                                       preserve="keep", column_from_kb=False)
+                                       preserve="keep", column_from_kb=False, log_ratio_weight=0.5)
+
+
+def test_the_log_ratio_term_joins_every_label_term_when_weighted(kb1, column, monkeypatch):
+    """With log_ratio_weight W each LambdaRank label term of progress and compress gains
+    W x log_ratio_loss; at 0 the term is not computed."""
+    kb, ewc, _ = kb1
+    new, ac = column
+    scores, labels = torch.tensor([0.3, -1.0, 2.0, 0.1]), torch.tensor([1.0, 0.02, 0.5, 0.9])
+    gid = torch.tensor([0, 0, 1, 1])
+    weighted = replace(CFG, log_ratio_weight=0.5)
+    assert float(phases.label_loss(scores, labels, gid, weighted)) == pytest.approx(
+        float(lambda_rank_loss(scores, labels, gid) + 0.5 * log_ratio_loss(scores, labels, gid)))
+    assert float(phases.label_loss(scores, labels, gid, CFG)) == pytest.approx(float(lambda_rank_loss(scores, labels, gid)))
+    assert weighted.train_config().log_ratio_weight == 0.5
+    calls = []
+    real = phases.log_ratio_loss
+    monkeypatch.setattr(phases, "log_ratio_loss", lambda *a: calls.append(1) or real(*a))
+    progress(kb, new, [0], CFG)
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], CFG)
+    assert not calls
+    progress(kb, new, [0], weighted)
+    after_progress = len(calls)
+    compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], weighted)
+    assert after_progress > 0 and len(calls) > after_progress

@@ -48,7 +48,8 @@ def test_inputs_are_positional_and_models_are_given_with_model():
     for name in ("eval", "sample", "distill", "tune"):
         assert any("--model" in a.option_strings for a in subs[name]._actions), name
     args = build_parser().parse_args(["tune", "--network", "resnet18"])
-    assert args.network == "resnet18" and args.minutes is None and args.trials is None
+    assert args.network == "resnet18" and args.minutes is None and args.trials is None and args.cache_flush
+    assert not build_parser().parse_args(["tune", "--network", "resnet18", "--no-cache-flush"]).cache_flush
 
 
 def test_errors_are_one_line_and_exit_2(tmp_path):

@@ -130,6 +130,7 @@ def test_onnx_file_through_the_cli(tmp_path, capfd):
     assert "vm = relax.VirtualMachine" in printed
     report = json.loads((out / "report.json").read_text())["runs"]["tcl"]
     assert report["end_to_end"]["reference"]["label"] == "onnxruntime"
+    assert report["cache_flush"] is True  # the default runner times each program from flushed caches
     assert (out / "report.png").stat().st_size > 0
     vm, dev = load_library(out / "tcl" / "network.so")
     x = np.random.default_rng(1).standard_normal((3, 32)).astype("float32")

@@ -7,7 +7,8 @@ from __future__ import annotations
 from ..continual.config import PRESERVE, CKDConfig
 from ..errors import FormatError
 from ..train_config import TrainConfig
-from .options import add_field, add_inputs, add_output, add_quiet, config_from_args, fraction, non_negative, positive
+from .options import (add_field, add_inputs, add_output, add_quiet, config_from_args, fraction, non_negative,
+                      non_negative_number, positive)
 
 # (flag, CKDConfig field, help, argparse keywords) in --help order
 CKD_OPTIONS = (
@@ -22,6 +23,8 @@ CKD_OPTIONS = (
      {"type": non_negative}),
     ("--lr", "lr", "Adam learning rate", {"type": float}),
     ("--beta", "beta", "compress: weight of the label ranking loss beside distillation", {"type": float}),
+    ("--log-ratio-weight", "log_ratio_weight", "weight of a loss beside each LambdaRank label term that fits score "
+     "differences to log-throughput differences within a task (0: LambdaRank alone)", {"type": non_negative_number}),
     ("--gate", "gated", "compress: weigh distillation per program by how well the column ranks it", {}),
     ("--column-from-kb", "column_from_kb", "the active column starts as a copy of the KB (off: from scratch)", {}),
     ("--alpha-init", "alpha_init", "initial gate of the column's lateral adaptors", {"type": float}),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import FormatError, MissingDependencyError
 from ..tvm.catalog import NETWORK_NAMES
-from ..tvm.network_tuning_config import DEFAULT_MINUTES, PREPACK_WEIGHTS
+from ..tvm.network_tuning_config import CACHE_FLUSH, DEFAULT_MINUTES, PREPACK_WEIGHTS
 from .options import add_field, add_seed, config_from_args, fraction, json_object_file, names, positive, with_default
 
 COST_MODELS = ("tcl", "xgb", "mlp", "random")
@@ -105,7 +105,7 @@ def run_tune(args):
                                      model_path=args.model, target=args.target, rpc=args.rpc, key=args.key,
                                      seed=args.seed, mlp_data=args.mlp_data, explore=args.explore,
                                      measure=not args.no_end_to_end, platform_info=args.platform_info,
-                                     prepack_weights=args.prepack_weights)
+                                     prepack_weights=args.prepack_weights, cache_flush=args.cache_flush)
     write_json(out / "report.json", {"network": network.name, "runs": reports})
     plot(reports, out / "report.png")
     print_summary(reports, out, network)
@@ -213,6 +213,10 @@ def add_tune(sub):
                    help=with_default("each tuned program may read the weights in a blocked layout of its own, "
                                      "converted once at compile time; --no-prepack-weights keeps the network's "
                                      "layout", "on" if PREPACK_WEIGHTS else "off"))
+    u.add_argument("--cache-flush", action=argparse.BooleanOptionalAction, default=CACHE_FLUSH,
+                   help=with_default("time each measured program from flushed caches, as it runs inside the network; "
+                                     "--no-cache-flush times repeated calls on warm caches (TVM's default)",
+                                     "on" if CACHE_FLUSH else "off"))
     u.add_argument("--no-end-to-end", action="store_true",
                    help="stop after tuning: no export, no end-to-end timing (default: exported and timed)")
     u.set_defaults(run=run_tune)

@@ -22,6 +22,8 @@ class CKDConfig:
     min_steps: int = 200  # per phase: small (sampled) platforms get more epochs (tcl.train.epochs_for_steps)
     lr: float = TrainConfig.lr
     beta: float = 1.0  # weight of the label ranking loss in compress
+    # Weight of tcl.model.losses.log_ratio_loss beside every LambdaRank label term (0: LambdaRank alone).
+    log_ratio_weight: float = TrainConfig.log_ratio_weight
     # "exact": only the parameters that read the hardware descriptor learn, and their change is
     # projected so that the KB's scores under every earlier descriptor stay what they were;
     # "keep": the whole KB learns, held by the old-hardware ranking term (keep_old) and EWC.
@@ -63,4 +65,5 @@ class CKDConfig:
         """The TrainConfig of a model trained in one phase: both phases' epochs and minimum steps."""
         return TrainConfig(epochs=self.single_model_epochs, lr=self.lr, clip=self.clip, batch_tasks=self.batch_tasks,
                            group_size=self.group_size, min_steps=2 * self.min_steps,
-                           average_last=self.average_last, seed=self.seed, threads=self.threads)
+                           average_last=self.average_last, log_ratio_weight=self.log_ratio_weight, seed=self.seed,
+                           threads=self.threads)

@@ -28,7 +28,7 @@ import torch
 
 from ..averaging import LastEpochsAverage
 from ..model.cost_model import MambaCostModel
-from ..model.losses import lambda_rank_loss
+from ..model.losses import lambda_rank_loss, log_ratio_loss
 from ..program_data import ProgramData, batches, task_groups
 from ..train import epochs_for_steps, optimizer_step, seed_everything
 from .column import ActiveColumn
@@ -142,6 +142,14 @@ def _keep_term(kb, student, inputs, emb, kb_emb, gid, old_hw, cfg: CKDConfig, rn
     return keep
 
 
+def label_loss(scores: torch.Tensor, labels: torch.Tensor, gid: torch.Tensor, cfg: CKDConfig) -> torch.Tensor:
+    """LambdaRank on the measured latencies, with the log-ratio term beside it when it has a weight."""
+    loss = lambda_rank_loss(scores, labels, gid)
+    if cfg.log_ratio_weight:
+        loss = loss + cfg.log_ratio_weight * log_ratio_loss(scores, labels, gid)
+    return loss
+
+
 def progress(kb: MambaCostModel, data: ProgramData, task_ids, cfg: CKDConfig) -> ActiveColumn:
     """Trains an active column on the new platform (LambdaRank) with the KB frozen."""
     seed_everything(cfg.seed)
@@ -152,7 +160,7 @@ def progress(kb: MambaCostModel, data: ProgramData, task_ids, cfg: CKDConfig) ->
     ac.train()
     for _ in range(epochs_for_steps(data, task_ids, cfg.progress_epochs, cfg.min_steps, cfg.group_size, cfg.batch_tasks)):
         for idx, gid in batches(task_groups(data, task_ids, cfg.group_size, rng), cfg.batch_tasks):
-            loss = lambda_rank_loss(ac(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid)
+            loss = label_loss(ac(*data.inputs(idx)), torch.from_numpy(data.label[idx]), gid, cfg)
             optimizer_step(opt, loss, params, cfg.clip)
     ac.eval()
     return ac
@@ -201,7 +209,7 @@ def compress(kb: MambaCostModel, ac: ActiveColumn, ewc: OnlineEWC, data: Program
             emb = all_kb_emb[idx] if cached else student.embedding(seq, lengths, hardware)
             s = student.head(emb, workload, hardware)
             distill = (g * (standardise(s, gid) - standardise(teacher, gid)) ** 2).mean()
-            loss = distill + cfg.beta * lambda_rank_loss(s, labels, gid)
+            loss = distill + cfg.beta * label_loss(s, labels, gid, cfg)
             if exact:
                 optimizer_step(opt, loss, hw_params, cfg.clip)
                 projection.apply()

@@ -9,7 +9,9 @@ SEARCH = {"population_size": 256, "genetic_num_iters": 2}
 # Weights are constants: tuned programs may read them in a blocked layout of their own, converted once
 # at compile time (docs/results.md#network_tuning).
 PREPACK_WEIGHTS = True
-# The runner times a measured program with its inputs and weights in cache unless CACHE_FLUSH; with
-# it, every timed call starts from flushed caches, FLUSHED_REPEATS calls per program.
-CACHE_FLUSH = False
+# Every timed call of a measured program starts with its inputs and weights flushed from the caches,
+# FLUSHED_REPEATS calls per program: inside the network the other layers have evicted them, and a
+# search that ranks by warm-cache latencies picks programs that are slower there
+# (docs/results.md#network_tuning). Off: TVM's default, repeated calls on warm caches.
+CACHE_FLUSH = True
 FLUSHED_REPEATS = 5
