@@ -22,7 +22,8 @@ class CKDConfig:
     min_steps: int = 200  # per phase: small (sampled) platforms get more epochs (tcl.train.epochs_for_steps)
     lr: float = TrainConfig.lr
     beta: float = 1.0  # weight of the label ranking loss in compress
-    # Weight of tcl.model.losses.log_ratio_loss beside every LambdaRank label term (0: LambdaRank alone).
+    # Weight of tcl.model.losses.log_ratio_loss beside every LambdaRank label term; off, as in
+    # tcl train: adapting to a new host from a tenth of its programs ranked worse with it.
     log_ratio_weight: float = TrainConfig.log_ratio_weight
     # "exact": only the parameters that read the hardware descriptor learn, and their change is
     # projected so that the KB's scores under every earlier descriptor stay what they were;
