@@ -14,8 +14,9 @@ output) and reused when run again with the same settings on the same host, so a 
 be spread over several sittings; a run left unfinished, or made with other settings, starts again
 from nothing. Run it with nothing else on the machine.
 
-Writes bench/results/network_tuning.json: per network, the curves and end-to-end seconds of every
-run, and
+Writes bench/results/network_tuning.json: per network, its settings, the curves and end-to-end
+seconds of every run (networks of an earlier summary of this host that a run does not tune are
+kept), and
 - time_ratio_to_xgb_final: XGB's wall time to reach its final estimated latency / TCL's wall time to
   reach that latency (paired by seed, geometric mean; null when a TCL run never reached it),
 - side_by_side: the largest budget's libraries of every run and PyTorch eager timed in turn in one
@@ -369,6 +370,15 @@ def summarize_warm(network_runs: dict, side: dict) -> dict | None:
     return summarize(warm, {k.replace(WARM + "/", "/"): v for k, v in side.items() if WARM in k or k == "reference"})
 
 
+def kept_networks(previous: dict, host: str, running: list[str]) -> dict:
+    """The previous summary's networks that this run does not tune, when it was made on this host,
+    each with the settings it was run with."""
+    if previous.get("host") != host:
+        return {}
+    return {name: {"settings": previous["settings"], **entry} for name, entry in previous.get("networks", {}).items()
+            if name not in running}
+
+
 def plot(results: dict, path: Path) -> None:
     import matplotlib
 
@@ -428,7 +438,13 @@ def main(argv=None) -> int:
                             "target": args.target, "trials_per_iter": args.trials_per_iter,
                             "search": {k: args.search.get(k, SEARCH) for k, _ in plan}},
                "networks": {}}
-    for name in [n for n in args.networks.split(",") if n]:
+    names = [n for n in args.networks.split(",") if n]
+    from tcl.tvm.hardware import detect_host, platform_name
+
+    host = platform_name(detect_host())
+    previous = json.loads(Path(args.out).read_text()) if Path(args.out).is_file() else {}
+    results["networks"].update(kept_networks(previous, host, names))
+    for name in names:
         from tcl.tvm.network_import import from_builtin
 
         network = from_builtin(name)
@@ -442,7 +458,8 @@ def main(argv=None) -> int:
         threads = int(target.attrs.get("num-cores", 1))
         side = side_by_side({f"{kind}/{seed}": run_dir(work, name, kind, seed) / LIBRARY
                              for kind, seeds in runs.items() for seed in seeds}, network, threads)
-        results["networks"][name] = {"runs": runs, "side_by_side": side, **summarize(runs, side)}
+        results["networks"][name] = {"settings": results["settings"], "runs": runs, "side_by_side": side,
+                                     **summarize(runs, side)}
         if (warm := summarize_warm(runs, side)) is not None:
             results["networks"][name]["warm"] = warm
         if "0" in runs.get("tcl", {}):
@@ -456,9 +473,7 @@ def main(argv=None) -> int:
             libraries = {k: run_dir(work, name, k, 0) / LIBRARY for k in breakdown_kinds(runs)}
             in_network = {k: task_kernel_seconds(lib, network.inputs) for k, lib in libraries.items() if lib.is_file()}
             results["networks"][name]["breakdown"] = breakdown(task_operands(network, target), runs, ops, in_network)
-        from tcl.tvm.hardware import detect_host, platform_name
-
-        results["host"] = platform_name(detect_host())
+        results["host"] = host
         write_json(Path(args.out), results)
         plot(results, Path(args.out).with_suffix(".png"))
     for name, r in results["networks"].items():

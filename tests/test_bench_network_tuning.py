@@ -63,6 +63,16 @@ def test_runs_on_warm_caches_are_their_own_kind_with_their_own_ratios():
     assert bench.breakdown_kinds(runs) == list(runs)
 
 
+def test_a_summary_keeps_the_networks_of_this_host_that_a_run_does_not_tune():
+    previous = {"host": "h", "settings": {"minutes": 24}, "networks": {"a": {"runs": 1}, "b": {"runs": 2}},
+                "unused": 0}
+    assert bench.kept_networks(previous, "h", ["b"]) == {"a": {"settings": {"minutes": 24}, "runs": 1}}
+    kept = {"settings": {"minutes": 6}, "runs": 1}  # already carries its own settings
+    assert bench.kept_networks({**previous, "networks": {"a": kept}}, "h", []) == {"a": kept}
+    assert bench.kept_networks(previous, "other host", ["b"]) == {}
+    assert bench.kept_networks({}, "h", ["b"]) == {}
+
+
 def test_side_by_side_times_every_library_and_the_reference_in_turn(tmp_path):
     pytest.importorskip("tvm")
     torch = pytest.importorskip("torch")
