@@ -143,7 +143,7 @@ def _keep_term(kb, student, inputs, emb, kb_emb, gid, old_hw, cfg: CKDConfig, rn
 
 
 def label_loss(scores: torch.Tensor, labels: torch.Tensor, gid: torch.Tensor, cfg: CKDConfig) -> torch.Tensor:
-    """LambdaRank on the measured latencies, with the log-ratio term beside it when it has a weight."""
+    """LambdaRank on the measured labels, with the log-ratio term beside it when it has a weight."""
     loss = lambda_rank_loss(scores, labels, gid)
     if cfg.log_ratio_weight:
         loss = loss + cfg.log_ratio_weight * log_ratio_loss(scores, labels, gid)
@@ -151,7 +151,7 @@ def label_loss(scores: torch.Tensor, labels: torch.Tensor, gid: torch.Tensor, cf
 
 
 def progress(kb: MambaCostModel, data: ProgramData, task_ids, cfg: CKDConfig) -> ActiveColumn:
-    """Trains an active column on the new platform (LambdaRank) with the KB frozen."""
+    """Trains an active column on the new platform (label_loss) with the KB frozen."""
     seed_everything(cfg.seed)
     ac = ActiveColumn(kb, cfg.alpha_init, cfg.column_from_kb)
     params = [p for p in ac.parameters() if p.requires_grad]
