@@ -159,10 +159,9 @@ def run_one(network, kind: str, seed: int, args, work: Path) -> dict:
             return run
     if out.exists():  # an interrupted run or other settings: tune_network would resume from its database
         shutil.rmtree(out)
-    cost_model, flush = cost_model_of(kind)
-    report = tune_network(network, out, minutes=args.minutes, cost_model=cost_model, target=args.target, seed=seed,
-                          trials_per_iter=args.trials_per_iter, search=settings["search"], measure=False,
-                          label=f"{network_name} {kind} s{seed}", cache_flush=flush)
+    report = tune_network(network, out, minutes=args.minutes, cost_model=cost_model_of(kind)[0], target=args.target,
+                          seed=seed, trials_per_iter=args.trials_per_iter, search=settings["search"], measure=False,
+                          label=f"{network_name} {kind} s{seed}", cache_flush=settings["cache_flush"])
     import tvm
     from tvm.s_tir import meta_schedule as ms
     from tcl.tvm.network_tuning import LIBRARY, export
