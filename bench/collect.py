@@ -3,7 +3,7 @@
 Same host, same tasks, one run after the other with nothing else running:
 1. before: `tcl collect` as it ran before the pipelined settings (one process, nothing pinned);
 2. after: the pipelined settings (--workers, --measure-cpus: programs run on one CPU, searching and
-   building on the others, runs never overlap);
+   building on the others, builds there too between runs, runs never overlap);
 both collect the same --tasks tasks to --programs programs each into fresh directories.
 3. rank repeatability: the programs of the "after" run are measured again later (`tcl collect
    --programs-from`, one process, nothing pinned) and compared task by task: Spearman correlation of
@@ -107,6 +107,8 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2, help="--workers of the pipelined run (default 2)")
     p.add_argument("--population", type=int, default=None,
                    help="evolutionary-search population of the pipelined run (default: tcl collect's)")
+    p.add_argument("--genetic-iters", type=int, default=None,
+                   help="evolutionary-search generations of the pipelined run (default: tcl collect's)")
     p.add_argument("--min-repeat-ms", type=int, default=None,
                    help="--min-repeat-ms of the pipelined run (default: tcl collect's)")
     p.add_argument("--check", default=None, metavar="DATASET",
@@ -140,8 +142,8 @@ def main() -> None:
         common = dict(held_out=None, max_tasks=args.tasks, progress_stream=sys.stderr)
         runs = {}
         pipelined = {"workers": args.workers, "measure_cpus": [cpus[-1]]}
-        pipelined.update({k: v for k, v in (("population", args.population), ("min_repeat_ms", args.min_repeat_ms))
-                      if v is not None})
+        pipelined.update({k: v for k, v in (("population", args.population), ("genetic_iters", args.genetic_iters),
+                                            ("min_repeat_ms", args.min_repeat_ms)) if v is not None})
         for name, extra in [("before", {}), ("after", pipelined)]:
             print(f"[{name}] collecting {args.tasks} tasks x {args.programs} programs ...", file=sys.stderr)
             runs[name] = collect(args.network, work / name, args.programs, target, **common, **extra)

@@ -101,3 +101,63 @@ def test_cache_flushing_runner_times_one_cold_call_per_repeat():
     run_input = ms.runner.RunnerInput(built.artifact_path, "cpu", ms.arg_info.ArgInfo.from_prim_func(mod["main"]))
     (result,) = [f.result() for f in runner.run([run_input])]
     assert result.error_msg is None and len(result.run_secs) == 7 and all(float(s) > 0 for s in result.run_secs)
+
+
+class _CountingPool:
+    """Stands in for TVM's PopenPoolExecutor: records each pool started and what ran in it."""
+
+    started: list = []
+
+    def __init__(self, max_workers=None, timeout=None, initializer=None, **_):
+        self.initializer, self.submitted, self.closed = initializer, [], False
+        _CountingPool.started.append(self)
+
+    def map_with_error_catching(self, fn, args):
+        from tvm.support.popen_pool import MapResult, StatusKind
+
+        return [MapResult(StatusKind.COMPLETE, "lib.so") for _ in args]
+
+    def submit(self, fn, *args):
+        import concurrent.futures
+
+        self.submitted.append((fn, args))
+        f = concurrent.futures.Future()
+        f.set_result(None)
+        return f
+
+    def shutdown(self):
+        self.closed = True
+
+
+def test_persistent_builder_replaces_its_pool_once_per_recycle_after(monkeypatch):
+    """After `recycle_after` builds the workers are replaced once, and the new pool serves the next
+    `recycle_after` builds (not a fresh pool for every later call)."""
+    import tcl.tvm.builder as builder_module
+
+    monkeypatch.setattr(builder_module, "PopenPoolExecutor", _CountingPool)
+    _CountingPool.started = []
+    b = PersistentBuilder(max_workers=1, recycle_after=4)
+    mod = tvm.IRModule()
+    target = default_target(1)
+    pools = []
+    for _ in range(5):
+        results = b.build([ms.builder.BuilderInput(mod, target)] * 3)
+        assert [r.artifact_path for r in results] == ["lib.so"] * 3
+        pools.append(b._pool)
+    assert pools[0] is pools[1] and pools[2] is pools[3] and pools[4] is not pools[3]
+    assert pools[1] is not pools[2] and len(_CountingPool.started) == 3
+    assert all(p.closed for p in _CountingPool.started[:2])
+
+
+def test_persistent_builder_warm_up_starts_pinned_workers(monkeypatch):
+    import tcl.tvm.builder as builder_module
+
+    monkeypatch.setattr(builder_module, "PopenPoolExecutor", _CountingPool)
+    _CountingPool.started = []
+    pin = object()
+    b = make_builder(max_workers=2, initializer=pin)
+    b.warm_up()
+    (pool,) = _CountingPool.started
+    assert pool.initializer is pin and len(pool.submitted) == 2  # one import per worker
+    b.build([ms.builder.BuilderInput(tvm.IRModule(), default_target(1))])
+    assert _CountingPool.started == [pool]  # the build reuses the warmed-up workers

@@ -232,7 +232,8 @@ def test_clear_errors(tmp_path):
     for bad, match in [(dict(batch_size=0), "--batch-size must be positive"),
                        (dict(random_fraction=7), "--random-fraction must be between 0 and 1"),
                        (dict(programs_per_task=-5), "--programs-per-task must be positive"),
-                       (dict(max_minutes=0), "--max-minutes must be positive")]:
+                       (dict(max_minutes=0), "--max-minutes must be positive"),
+                       (dict(genetic_iters=0), "--genetic-iters must be positive")]:
         kwargs = {"programs_per_task": 4, **bad}
         start = time.time()
         with pytest.raises(CollectError, match=match):

@@ -42,16 +42,31 @@ class PersistentBuilder(ms.builder.PyBuilder):
     builds instead.
     """
 
-    def __init__(self, max_workers: int | None = None, timeout_sec: float = 60.0, recycle_after: int = 256):
+    def __init__(self, max_workers: int | None = None, timeout_sec: float = 60.0, recycle_after: int = 256,
+                 initializer=None):
         super().__init__()
         self.max_workers = max_workers or os.cpu_count() or 1
         self.timeout_sec, self.recycle_after = timeout_sec, recycle_after
+        self.initializer = initializer  # runs in each worker process (e.g. to pin it to CPUs)
         self._pool, self._built = None, 0
 
-    def build(self, build_inputs):
+    def _ensure_pool(self) -> None:
         if self._pool is None or self._built >= self.recycle_after:
             self.shutdown()
-            self._pool = PopenPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_sec)
+            self._pool = PopenPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_sec,
+                                           initializer=self.initializer)
+            self._built = 0
+
+    def warm_up(self) -> None:
+        """Start the worker processes and import what a build needs (seconds of CPU), now rather
+        than inside the first build."""
+        self._ensure_pool()
+        module = local_builder.__name__
+        for f in [self._pool.submit(importlib.import_module, module) for _ in range(self.max_workers)]:
+            f.result()
+
+    def build(self, build_inputs):
+        self._ensure_pool()
         self._built += len(build_inputs)
         args = [(f_build, None, b.mod, b.target, local_builder._serialize_params(b.params)) for b in build_inputs]
         results = []
@@ -70,14 +85,16 @@ class PersistentBuilder(ms.builder.PyBuilder):
             self._pool = None
 
 
-def make_builder(max_workers: int | None = None, timeout_sec: float = 60.0, persistent: bool = True):
+def make_builder(max_workers: int | None = None, timeout_sec: float = 60.0, persistent: bool = True,
+                 initializer=None):
     """A builder with the fast `f_build` (max_workers defaults to the CPU count).
 
     persistent=False gives the stock LocalBuilder (new worker processes for every build() call).
+    `initializer` runs in each of the persistent builder's worker processes.
     """
     _pickle_f_build_by_value()
     if persistent:
-        return PersistentBuilder(max_workers=max_workers, timeout_sec=timeout_sec)
+        return PersistentBuilder(max_workers=max_workers, timeout_sec=timeout_sec, initializer=initializer)
     return ms.builder.LocalBuilder(f_build=f_build, max_workers=max_workers, timeout_sec=timeout_sec)
 
 

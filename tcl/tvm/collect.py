@@ -42,7 +42,7 @@ from .collect_session import (
 )
 from .console import native_output_to
 from .hardware import platform_descriptor
-from .measure import Budget, Progress, collect_task
+from .measure import Budget, Progress, RunGate, collect_task
 from .remeasure import remeasure  # noqa: F401 (part of this module's API)
 from .targets import (  # noqa: F401
     CollectError,
@@ -68,7 +68,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
             seed: int = 0, max_tasks: int | None = None, task_filter: str | None = None, held_out=nets.HELD_OUT,
             platform_info: dict | None = None, builder_workers: int | None = None,
             population: int = 256, workers: int = 1, measure_cpus: list[int] | None = None,
-            progress_stream=sys.stderr) -> dict:
+            genetic_iters: int = 4, progress_stream=sys.stderr) -> dict:
     """Collect `programs_per_task` measured programs for every task of the networks (or "sweep").
 
     network_or_sweep: a name from `networks.NETWORKS`, "sweep", or a list / comma-separated list.
@@ -77,7 +77,8 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
     held_out: networks whose tasks are the test split (None: do not compute the split).
     workers: tasks worked on at once, each in its own process; while one runs its programs the others
     search and build, and runs never overlap. measure_cpus: CPUs the programs run on (searching and
-    building use the others); None: no pinning.
+    building use the others); None: no pinning. population, genetic_iters: the evolutionary search's
+    size (TVM's population_size and genetic_num_iters).
     Returns a summary: tasks, programs measured now, failures, seconds per program, stop reason.
     """
     names = network_or_sweep.split(",") if isinstance(network_or_sweep, str) else list(network_or_sweep)
@@ -86,7 +87,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
             raise CollectError(f"unknown network {n!r}; known: {', '.join(sorted(nets.NETWORKS))}, {nets.SWEEP}")
     check_settings(programs_per_task=programs_per_task, batch_size=batch_size, repeat=repeat,
                    min_repeat_ms=min_repeat_ms, random_fraction=random_fraction, max_minutes=max_minutes,
-                   max_tasks=max_tasks, workers=workers, population=population)
+                   max_tasks=max_tasks, workers=workers, population=population, genetic_iters=genetic_iters)
     check_measure_cpus(measure_cpus)
     out_dir = Path(out_dir)
     lock, target, tracker = open_dataset(out_dir, target, rpc, key)
@@ -94,7 +95,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
     try:
         return _collect(names, out_dir, programs_per_task, target, tracker, key, max_minutes, random_fraction,
                         batch_size, repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info,
-                        builder_workers, population, workers, measure_cpus, progress_stream)
+                        builder_workers, population, workers, measure_cpus, genetic_iters, progress_stream)
     finally:
         LOG.removeHandler(handler)
         handler.close()
@@ -103,7 +104,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
 
 def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random_fraction, batch_size,
              repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info, builder_workers, population,
-             workers, measure_cpus, progress_stream) -> dict:
+             workers, measure_cpus, genetic_iters, progress_stream) -> dict:
     start = time.time()
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
     rpc_text = write_platform(out_dir, target, tracker, key, platform_info)
@@ -136,7 +137,7 @@ def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random
         job = dict(out_dir=str(out_dir), programs=programs, target=str(target), tracker=tracker, key=key,
                    repeat=repeat, min_repeat_ms=min_repeat_ms, builder_workers=builder_workers,
                    measure_cpus=measure_cpus, random_fraction=random_fraction, batch_size=batch_size, seed=seed,
-                   population=population, deadline=budget.deadline, held_out=ho)
+                   population=population, genetic_iters=genetic_iters, deadline=budget.deadline, held_out=ho)
         try:
             if workers <= 1 or len(todo) <= 1:
                 stats = _work_on(job, todo, progress)
@@ -152,13 +153,13 @@ def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random
     return result
 
 
-def _work_on(job: dict, todo: list, progress, run_lock=None) -> dict:
+def _work_on(job: dict, todo: list, progress, gate=None) -> dict:
     """Collect the tasks `todo` [(network, task, directory)] one after another; returns the counts."""
     target = parse_target(job["target"])
     tracker = tuple(job["tracker"]) if job["tracker"] else None
     cpus = os.sched_getaffinity(0)  # make_measurer may move this process off the measurement CPUs
     measurer = make_measurer(target, tracker, job["key"], job["repeat"], job["min_repeat_ms"],
-                              job["builder_workers"], job["measure_cpus"], run_lock)
+                              job["builder_workers"], job["measure_cpus"], gate)
     budget = Budget(job["deadline"])
     try:
         for i, (n, t, d) in enumerate(todo):
@@ -166,7 +167,8 @@ def _work_on(job: dict, todo: list, progress, run_lock=None) -> dict:
                 break
             LOG.info("task %d/%d %s (%s) -> %s", i + 1, len(todo), t.name, n, d.name)
             summary = collect_task(t, d, job["programs"], measurer, budget, progress, job["random_fraction"],
-                                   job["batch_size"], job["seed"], job["population"])
+                                   job["batch_size"], job["seed"], job["population"],
+                                   genetic_iters=job["genetic_iters"])
             exhausted = summary.pop("exhausted")
             update_task_info(d, t, n, job["held_out"], summary=summary, exhausted=exhausted)
             LOG.info("task %s: %s%s", t.name, summary, " (design space exhausted)" if exhausted else "")
@@ -199,7 +201,7 @@ def _exit_with(parent_pid: int, every_s: float = 2.0) -> None:
     threading.Thread(target=watch, daemon=True, name="exit-with-collector").start()
 
 
-def _worker_main(job: dict, shard: list, queue, run_lock, parent_pid: int) -> None:
+def _worker_main(job: dict, shard: list, queue, gate, parent_pid: int) -> None:
     """One collecting process: rebuilds its tasks from their TIR text and works on them."""
     _exit_with(parent_pid)
     handler = setup_log(Path(job["out_dir"]))
@@ -207,7 +209,7 @@ def _worker_main(job: dict, shard: list, queue, run_lock, parent_pid: int) -> No
         import_cpu_tensor_intrin()
         todo = [(n, nets.Task(name, tvm.ir.load_json(mod), weight, flops, networks), Path(d))
                 for n, name, mod, weight, flops, networks, d in shard]
-        queue.put(("done", _work_on(job, todo, _QueueProgress(queue), run_lock)))
+        queue.put(("done", _work_on(job, todo, _QueueProgress(queue), gate)))
     except BaseException as e:
         LOG.exception("collecting process failed")
         queue.put(("error", f"{type(e).__name__}: {e}"))
@@ -222,7 +224,7 @@ def _raise_interrupt(signum, frame):
 
 def _work_in_processes(job: dict, todo: list, workers: int, progress: Progress) -> dict:
     """Work on `todo` in `workers` processes: each searches and builds its own tasks while the others'
-    programs run; a shared lock lets one process at a time run programs. All entries of one task
+    programs run; a shared RunGate lets one process at a time run programs. All entries of one task
     directory go to the same process (two networks may share a task)."""
     import multiprocessing
 
@@ -233,8 +235,8 @@ def _work_in_processes(job: dict, todo: list, workers: int, progress: Progress) 
     for i, entries in enumerate(by_dir.values()):  # round-robin keeps each shard breadth-first
         shards[i % workers].extend(entries)
     ctx = multiprocessing.get_context("spawn")
-    queue, run_lock = ctx.Queue(), ctx.Lock()
-    procs = [ctx.Process(target=_worker_main, args=(job, shard, queue, run_lock, os.getpid()), daemon=True)
+    queue, gate = ctx.Queue(), RunGate.for_processes(ctx)
+    procs = [ctx.Process(target=_worker_main, args=(job, shard, queue, gate, os.getpid()), daemon=True)
              for shard in shards if shard]
     for p in procs:
         p.start()
@@ -304,7 +306,7 @@ def run_collect(args: argparse.Namespace) -> dict:
                          key=args.key, random_fraction=args.random_fraction, batch_size=args.batch_size,
                          repeat=args.repeat, min_repeat_ms=args.min_repeat_ms, seed=args.seed, max_tasks=args.max_tasks,
                          task_filter=args.task_filter, platform_info=info, workers=args.workers,
-                         population=args.population,
+                         population=args.population, genetic_iters=args.genetic_iters,
                          measure_cpus=_cpu_list(args.measure_cpus),
                          held_out=None if args.held_out == "none" else tuple(args.held_out.split(",")))
     print(json.dumps(result, indent=1))

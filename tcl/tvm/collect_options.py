@@ -32,6 +32,8 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser
     p.add_argument("--batch-size", type=positive, default=16, help="programs per measured batch (default 16)")
     p.add_argument("--population", type=positive, default=256,
                    help="population of the evolutionary search; smaller searches faster (default 256)")
+    p.add_argument("--genetic-iters", type=positive, default=4,
+                   help="generations of the evolutionary search (TVM's default); fewer search faster (default 4)")
     p.add_argument("--repeat", type=positive, default=3, help="measurement repeats per program (default 3)")
     p.add_argument("--min-repeat-ms", type=non_negative, default=100,
                    help="each repeat runs the program at least this long (default 100)")

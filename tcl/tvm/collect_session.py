@@ -2,6 +2,8 @@
 platform check (same host, same target) and the builder/runner pair, shared by collect and remeasure."""
 from __future__ import annotations
 
+import contextlib
+
 import json
 import logging
 import os
@@ -117,19 +119,24 @@ def check_rpc(rpc: str | None, key: str | None) -> tuple[str, int] | None:
 
 
 def make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers, measure_cpus=None,
-                   run_lock=None) -> Measurer:
-    """A builder and a runner; with measure_cpus, this process and its builders move to the other CPUs
-    and the runner's worker to measure_cpus."""
-    initializer = None
+                   gate=None) -> Measurer:
+    """A builder and a runner; with measure_cpus, this process and its builders move to the other CPUs,
+    the runner's worker to measure_cpus, and a second builder there builds between runs (locally)."""
+    initializer, measure_builder = None, None
     if measure_cpus:
         check_measure_cpus(measure_cpus)
         others = set(os.sched_getaffinity(0)) - set(measure_cpus)
         os.sched_setaffinity(0, others)
         initializer = pin_to_cpus(measure_cpus)
         builder_workers = builder_workers or len(others)
+        if tracker is None:
+            measure_builder = make_builder(max_workers=len(measure_cpus), initializer=initializer)
+            with gate.run() if gate is not None else contextlib.nullcontext():  # never beside a run
+                measure_builder.warm_up()
     runner = make_runner(repeat=repeat, min_repeat_ms=min_repeat_ms, tracker_host=tracker[0] if tracker else None,
                          tracker_port=tracker[1] if tracker else None, tracker_key=key, initializer=initializer)
-    return Measurer(target, make_builder(max_workers=builder_workers), runner, run_lock=run_lock)
+    return Measurer(target, make_builder(max_workers=builder_workers), runner, gate=gate,
+                    measure_builder=measure_builder)
 
 
 def collection_rates(stats: dict, start: float) -> dict:

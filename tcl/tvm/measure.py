@@ -3,8 +3,10 @@ search guided by XGBoost), building and running, and the bookkeeping around it (
 repairing a line cut by a kill).
 
 Measurement can be pinned to its own CPUs (`measure_cpus`) while searching and building use the
-others, and several collecting processes can share those CPUs through `run_lock`, which lets only one
-of them run programs at a time: runs never overlap, so latencies are those of a quiet CPU.
+others, and several collecting processes can share those CPUs through a `RunGate`, which lets only one
+of them run programs at a time: runs never overlap, so latencies are those of a quiet CPU. Between
+runs the measurement CPUs build too (`Measurer.measure_builder`): a build there waits until no run
+waits or runs, and a run waits for at most the one build under way.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import os
 import shutil
 import statistics
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +110,38 @@ def pin_to_cpus(cpus) -> functools.partial:
     return functools.partial(os.sched_setaffinity, 0, sorted(cpus))
 
 
+class RunGate:
+    """The measurement CPUs shared by collecting processes: runs take them one at a time and first;
+    a build takes them only while no run waits or runs."""
+
+    def __init__(self, lock, waiting):
+        self.lock, self.waiting = lock, waiting  # a Lock and a shared int: runs waiting for the lock
+
+    @classmethod
+    def for_processes(cls, ctx) -> RunGate:
+        """A gate that can be passed to processes of the multiprocessing context `ctx`."""
+        return cls(ctx.Lock(), ctx.Value("i", 0))
+
+    @contextlib.contextmanager
+    def run(self):
+        with self.waiting.get_lock():
+            self.waiting.value += 1
+        self.lock.acquire()
+        with self.waiting.get_lock():
+            self.waiting.value -= 1
+        try:
+            yield
+        finally:
+            self.lock.release()
+
+    def try_build(self) -> bool:
+        """Take the CPUs for one build if no run waits; the caller calls release() after it."""
+        return self.waiting.value == 0 and self.lock.acquire(block=False)
+
+    def release(self) -> None:
+        self.lock.release()
+
+
 @dataclass
 class Measurer:
     """Builds and runs candidates, appends their records to a task's database."""
@@ -114,7 +149,8 @@ class Measurer:
     target: Target
     builder: ms.builder.Builder
     runner: ms.runner.Runner
-    run_lock: object = None  # a lock shared by collecting processes: one of them runs programs at a time
+    gate: RunGate | None = None  # shared by collecting processes; None: this process alone runs programs
+    measure_builder: ms.builder.Builder | None = None  # a builder on the measurement CPUs, used between runs
     measured: int = 0
     failed: int = 0
     seconds: float = 0.0
@@ -124,14 +160,51 @@ class Measurer:
 
     def close(self) -> None:
         """Stop the builder's and the runner's worker processes."""
-        if hasattr(self.builder, "shutdown"):
-            self.builder.shutdown()
+        for b in (self.builder, self.measure_builder):
+            if hasattr(b, "shutdown"):
+                b.shutdown()
         if getattr(self.runner, "pool", None) is not None:  # LocalRunner, RPCRunner
             self.runner.pool.shutdown()
 
+    def build(self, inputs: list) -> list:
+        """Build `inputs` on `builder` and, between runs, on `measure_builder`, each taking the next
+        program as it frees up; results in input order."""
+        if self.measure_builder is None:
+            return self.builder.build(inputs)
+        results: list = [None] * len(inputs)
+        left = list(range(len(inputs)))[::-1]  # pop() takes them in order
+        taken = threading.Lock()
+
+        def take():
+            with taken:
+                return left.pop() if left else None
+
+        def on_own_cpus():
+            while (i := take()) is not None:
+                results[i] = self.builder.build([inputs[i]])[0]
+
+        def on_measure_cpus():
+            while left:
+                if self.gate is not None and not self.gate.try_build():
+                    time.sleep(0.02)  # a run waits or runs
+                    continue
+                try:
+                    i = take()
+                    if i is not None:
+                        results[i] = self.measure_builder.build([inputs[i]])[0]
+                finally:
+                    if self.gate is not None:
+                        self.gate.release()
+
+        helper = threading.Thread(target=on_measure_cpus, name="build-on-measure-cpus", daemon=True)
+        helper.start()
+        on_own_cpus()
+        helper.join()
+        return results
+
     def measure(self, db, workload, cands) -> list:
         start = time.time()
-        built = self.builder.build([ms.builder.BuilderInput(c.sch.mod, self.target) for c in cands])
+        built = self.build([ms.builder.BuilderInput(c.sch.mod, self.target) for c in cands])
         results: list = [None] * len(cands)
         todo = []
         for i, (c, b) in enumerate(zip(cands, built)):
@@ -141,7 +214,7 @@ class Measurer:
                 todo.append(i)
         device = "cpu" if self.target.kind.name == "llvm" else self.target.kind.name
         inputs = [ms.runner.RunnerInput(built[i].artifact_path, device, cands[i].args_info) for i in todo]
-        with self.run_lock if self.run_lock is not None else contextlib.nullcontext():
+        with self.gate.run() if self.gate is not None else contextlib.nullcontext():
             for i, fut in zip(todo, self.runner.run(inputs)):
                 results[i] = fut.result()
         for b in built:  # the exported libraries are not needed once run
@@ -182,7 +255,7 @@ def _search_context(task, target, strategy, seed, threads, db, workload, cost_mo
 
 def collect_task(task: nets.Task, d: Path, programs: int, measurer: Measurer, budget: Budget,
                  progress: Progress, random_fraction: float = 0.5, batch_size: int = 16,
-                 seed: int = 0, population: int = 256, max_stale_batches: int = 3) -> dict:
+                 seed: int = 0, population: int = 256, max_stale_batches: int = 3, genetic_iters: int = 4) -> dict:
     """Measure up to `programs` distinct programs of one task into its JSONDatabase `d` (resumable)."""
     d.mkdir(parents=True, exist_ok=True)
     db, workload = open_task_database(d, task.mod)
@@ -197,7 +270,7 @@ def collect_task(task: nets.Task, d: Path, programs: int, measurer: Measurer, bu
         want = (programs if evolutionary else n_random) - n_done
         if evolutionary:
             model = ms.cost_model.XGBModel(num_tuning_cores=threads)
-            strategy = ms.search_strategy.EvolutionarySearch(population_size=population)
+            strategy = ms.search_strategy.EvolutionarySearch(population_size=population, genetic_num_iters=genetic_iters)
         else:
             model, strategy = None, ms.search_strategy.ReplayTrace()
         # seeded by progress, so a resumed run does not replay the same random choices
