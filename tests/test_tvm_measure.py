@@ -16,14 +16,16 @@ from tcl.tvm.measure import Measurer, RunGate  # noqa: E402
 class _Builder:
     """Records which programs it built; each build takes `seconds`."""
 
-    def __init__(self, name, seconds=0.0, gate=None):
+    def __init__(self, name, seconds=0.0, gate=None, max_workers=1):
         self.name, self.seconds, self.gate, self.built, self.beside_a_run = name, seconds, gate, [], 0
+        self.max_workers, self.calls = max_workers, []
 
     def build(self, inputs):
         if self.gate is not None and self.gate.lock.acquire(block=False):  # free: nobody holds the CPUs
             self.gate.lock.release()
             self.beside_a_run += 1  # a build on the measurement CPUs must hold the gate itself
         time.sleep(self.seconds)
+        self.calls.append(len(inputs))
         self.built.extend(inputs)
         return [(self.name, x) for x in inputs]
 
@@ -40,6 +42,13 @@ def test_builds_are_shared_and_come_back_in_order():
     assert [x for _, x in results] == inputs
     assert sorted(own.built + measure_cpus.built) == inputs  # each program built once
     assert own.built and measure_cpus.built
+
+
+def test_a_builder_with_several_workers_gets_that_many_programs_at_a_time():
+    own, measure_cpus = _Builder("own", 0.01, max_workers=3), _Builder("measure", 0.01)
+    m = Measurer(target=None, builder=own, runner=None, measure_builder=measure_cpus)
+    assert [x for _, x in m.build(list(range(12)))] == list(range(12))
+    assert max(own.calls) == 3 and set(measure_cpus.calls) == {1}
 
 
 def test_without_a_measure_builder_everything_builds_on_own_cpus():

@@ -3,7 +3,6 @@ platform check (same host, same target) and the builder/runner pair, shared by c
 from __future__ import annotations
 
 import contextlib
-
 import json
 import logging
 import os

@@ -10,6 +10,7 @@ waits or runs, and a run waits for at most the one build under way.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import json
@@ -167,39 +168,40 @@ class Measurer:
             self.runner.pool.shutdown()
 
     def build(self, inputs: list) -> list:
-        """Build `inputs` on `builder` and, between runs, on `measure_builder`, each taking the next
-        program as it frees up; results in input order."""
+        """Build `inputs` on `builder` (as many programs at a time as it has workers) and, between runs,
+        on `measure_builder`, each taking the next programs as it frees up; results in input order."""
         if self.measure_builder is None:
             return self.builder.build(inputs)
         results: list = [None] * len(inputs)
         left = list(range(len(inputs)))[::-1]  # pop() takes them in order
         taken = threading.Lock()
 
-        def take():
+        def take(n: int) -> list[int]:
             with taken:
-                return left.pop() if left else None
+                return [left.pop() for _ in range(min(n, len(left)))]
 
-        def on_own_cpus():
-            while (i := take()) is not None:
-                results[i] = self.builder.build([inputs[i]])[0]
+        def on(builder, n: int) -> None:
+            while batch := take(n):
+                for i, r in zip(batch, builder.build([inputs[i] for i in batch])):
+                    results[i] = r
 
-        def on_measure_cpus():
+        def on_measure_cpus() -> None:
             while left:
                 if self.gate is not None and not self.gate.try_build():
                     time.sleep(0.02)  # a run waits or runs
                     continue
                 try:
-                    i = take()
-                    if i is not None:
+                    for i in take(1):
                         results[i] = self.measure_builder.build([inputs[i]])[0]
                 finally:
                     if self.gate is not None:
                         self.gate.release()
 
-        helper = threading.Thread(target=on_measure_cpus, name="build-on-measure-cpus", daemon=True)
-        helper.start()
-        on_own_cpus()
-        helper.join()
+        with concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="build") as pool:
+            jobs = [pool.submit(on_measure_cpus),
+                    pool.submit(on, self.builder, max(1, getattr(self.builder, "max_workers", 1)))]
+            for job in jobs:
+                job.result()  # a builder's exception reaches the caller
         return results
 
     def measure(self, db, workload, cands) -> list:
