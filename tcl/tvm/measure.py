@@ -180,9 +180,9 @@ class Measurer:
             with taken:
                 return [left.pop() for _ in range(min(n, len(left)))]
 
-        def on(builder, n: int) -> None:
+        def on_own_cpus(n: int) -> None:
             while batch := take(n):
-                for i, r in zip(batch, builder.build([inputs[i] for i in batch])):
+                for i, r in zip(batch, self.builder.build([inputs[i] for i in batch])):
                     results[i] = r
 
         def on_measure_cpus() -> None:
@@ -199,7 +199,7 @@ class Measurer:
 
         with concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="build") as pool:
             jobs = [pool.submit(on_measure_cpus),
-                    pool.submit(on, self.builder, max(1, getattr(self.builder, "max_workers", 1)))]
+                    pool.submit(on_own_cpus, max(1, getattr(self.builder, "max_workers", 1)))]
             for job in jobs:
                 job.result()  # a builder's exception reaches the caller
         return results
