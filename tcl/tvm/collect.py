@@ -30,7 +30,7 @@ import tvm
 
 from . import networks as nets
 from .builder import import_cpu_tensor_intrin
-from .collect_options import add_collect_arguments
+from .collect_options import GENETIC_ITERS, POPULATION, add_collect_arguments
 from .collect_session import (
     check_measure_cpus,
     check_settings,
@@ -67,8 +67,8 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
             random_fraction: float = 0.5, batch_size: int = 16, repeat: int = 3, min_repeat_ms: int = 100,
             seed: int = 0, max_tasks: int | None = None, task_filter: str | None = None, held_out=nets.HELD_OUT,
             platform_info: dict | None = None, builder_workers: int | None = None,
-            population: int = 256, workers: int = 1, measure_cpus: list[int] | None = None,
-            genetic_iters: int = 4, progress_stream=sys.stderr) -> dict:
+            population: int = POPULATION, workers: int = 1, measure_cpus: list[int] | None = None,
+            genetic_iters: int = GENETIC_ITERS, progress_stream=sys.stderr) -> dict:
     """Collect `programs_per_task` measured programs for every task of the networks (or "sweep").
 
     network_or_sweep: a name from `networks.NETWORKS`, "sweep", or a list / comma-separated list.

@@ -6,6 +6,10 @@ import argparse
 from ..cli.options import fraction, json_object_file, non_negative, positive, positive_number
 from .catalog import HELD_OUT, NETWORK_NAMES, SWEEP
 
+# The evolutionary search's size per task (TVM's population_size, genetic_num_iters).
+POPULATION = 256
+GENETIC_ITERS = 4
+
 
 def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--network", default=None,
@@ -30,10 +34,11 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser
                    help="share of random (replay-trace) programs per task; the rest come from evolutionary "
                         "search (default 0.5)")
     p.add_argument("--batch-size", type=positive, default=16, help="programs per measured batch (default 16)")
-    p.add_argument("--population", type=positive, default=256,
-                   help="population of the evolutionary search; smaller searches faster (default 256)")
-    p.add_argument("--genetic-iters", type=positive, default=4,
-                   help="generations of the evolutionary search (TVM's default); fewer search faster (default 4)")
+    p.add_argument("--population", type=positive, default=POPULATION,
+                   help=f"population of the evolutionary search; smaller searches faster (default {POPULATION})")
+    p.add_argument("--genetic-iters", type=positive, default=GENETIC_ITERS,
+                   help="generations of the evolutionary search (TVM's default); fewer search faster "
+                        f"(default {GENETIC_ITERS})")
     p.add_argument("--repeat", type=positive, default=3, help="measurement repeats per program (default 3)")
     p.add_argument("--min-repeat-ms", type=non_negative, default=100,
                    help="each repeat runs the program at least this long (default 100)")

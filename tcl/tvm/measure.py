@@ -28,6 +28,7 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
 from . import networks as nets
+from .collect_options import GENETIC_ITERS, POPULATION
 
 FAILED = 1e10  # what MetaSchedule stores as run_secs for a failed build or run
 LOG = logging.getLogger("tcl.collect")
@@ -257,7 +258,8 @@ def _search_context(task, target, strategy, seed, threads, db, workload, cost_mo
 
 def collect_task(task: nets.Task, d: Path, programs: int, measurer: Measurer, budget: Budget,
                  progress: Progress, random_fraction: float = 0.5, batch_size: int = 16,
-                 seed: int = 0, population: int = 256, max_stale_batches: int = 3, genetic_iters: int = 4) -> dict:
+                 seed: int = 0, population: int = POPULATION, max_stale_batches: int = 3,
+                 genetic_iters: int = GENETIC_ITERS) -> dict:
     """Measure up to `programs` distinct programs of one task into its JSONDatabase `d` (resumable)."""
     d.mkdir(parents=True, exist_ok=True)
     db, workload = open_task_database(d, task.mod)
