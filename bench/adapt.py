@@ -12,6 +12,8 @@ tasks:
 - `scratch`: a model trained from scratch (`tcl train`'s defaults) on every training program;
 - with --log-ratio-weight W, every method's distillation adds the log-ratio term
   (tcl.model.losses.log_ratio_loss) with weight W, stored as the method `NAME+logratioW`;
+- with --preserve keep, every method's distillation trains the whole KB (CKDConfig.preserve), stored
+  as the method `NAME+keep`; the KB itself is distilled as by default either way;
 - `oracle_top`, `oracle_strata`, `oracle_best` (diagnostics, run only when named): the same share
   picked with the true latencies (bench/sampling.py's oracles), then distilled the same way; they
   ask how good an adaptation any such share can give.
@@ -46,12 +48,14 @@ from sampling import ORACLES, oracle_pool_picks  # noqa: E402
 from transfer import data_stamp, hosts_of  # noqa: E402
 
 from tcl.atomic import write_json  # noqa: E402
+from tcl.continual.config import PRESERVE, CKDConfig  # noqa: E402
 from tcl.cli.options import HelpFormatter  # noqa: E402
 from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, held_out_summary  # noqa: E402
 
 SAMPLERS = ("rdu", "random", "diversity", "biased_diversity")
 WHOLE = {"full": 1.0, "zero_shot": 0.0, "scratch": 1.0}  # methods that take no rate, with the rate they report
 METRICS = ("top1", "task_mean")
+CKD_DEFAULTS = CKDConfig()
 
 
 def native_dataset(datasets: list[Path]) -> Path:
@@ -123,7 +127,6 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
     import torch
 
     from tcl.continual.adapt import adapt, as_knowledge_base, preservation
-    from tcl.continual.config import CKDConfig
     from tcl.continual.kb import load_kb
     from tcl.continual.learn import learn_platform
     from tcl.sampling.sampler import LookupOracle, SamplingConfig
@@ -132,7 +135,7 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
     torch.set_num_threads(args.threads)
     data, train_ids, test_ids = dataset(target)
     kb, ewc, ck = load_kb(kb_path)
-    ckd = CKDConfig(seed=seed, threads=args.threads, log_ratio_weight=args.log_ratio_weight)
+    ckd = CKDConfig(seed=seed, threads=args.threads, log_ratio_weight=args.log_ratio_weight, preserve=args.preserve)
     kb, ewc = as_knowledge_base(kb, ck, ckd)
     t0 = time.perf_counter()
     pool = data.programs_of(train_ids)
@@ -163,8 +166,10 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
 
 
 def variant(args) -> str:
-    """The suffix of the method names of runs whose distillation adds the log-ratio term."""
-    return f"+logratio{args.log_ratio_weight:g}" if args.log_ratio_weight else ""
+    """The suffix of the method names of runs whose distillation differs from CKDConfig's defaults: it adds
+    the log-ratio term, or trains the whole KB."""
+    suffix = f"+logratio{args.log_ratio_weight:g}" if args.log_ratio_weight else ""
+    return suffix + ("+keep" if args.preserve != CKD_DEFAULTS.preserve else "")
 
 
 def base_method(method: str) -> str:
@@ -203,7 +208,8 @@ def paired(runs: dict) -> dict:
         suffix = method.removeprefix("rdu")
         entry = out.setdefault(host, {}).setdefault(rate + suffix, {})
         others = [(m, by.get((host, m + suffix, rate, seed))) for m in (*SAMPLERS, *ORACLES) if m != "rdu"]
-        others += [(m, by.get((host, m + suffix, str(WHOLE[m]), seed))) for m in WHOLE]
+        # zero-shot distils nothing: every variant pairs with the one plain run
+        others += [(m, by.get((host, m + ("" if m == "zero_shot" else suffix), str(WHOLE[m]), seed))) for m in WHOLE]
         if suffix:  # against the same sampler distilled without the variant
             others.append(("rdu", by.get((host, "rdu", rate, seed))))
         for m, o in others:
@@ -251,6 +257,9 @@ def main(argv=None) -> int:
     p.add_argument("--log-ratio-weight", type=float, default=0.0,
                    help="distillation (and scratch's training) adds the log-ratio term with this weight; the runs "
                         "are stored as the methods' variants, e.g. rdu+logratio1 (default: %(default)s)")
+    p.add_argument("--preserve", choices=PRESERVE, default=CKD_DEFAULTS.preserve,
+                   help="how distillation keeps the KB's platforms (tcl distill --preserve); runs with keep are "
+                        "stored as the methods' variants, e.g. rdu+keep (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs at once, one process each")
     p.add_argument("--work", type=Path, default=ROOT / "build" / "adapt_kb", help="where the KBs are kept")
@@ -264,8 +273,6 @@ def main(argv=None) -> int:
     chosen = {h: own for h, own in hosts.items() if not args.hosts or any(d.name in args.hosts for d in own)}
     details = args.out.with_name(args.out.stem + "_details.json")
     runs = json.loads(details.read_text())["runs"] if details.is_file() else {}
-
-    from tcl.continual.config import CKDConfig
 
     todo = []
     for host, own in chosen.items():

@@ -76,6 +76,19 @@ def test_a_variants_runs_pair_with_the_same_variant_and_with_plain_rdu():
     assert bench.base_method("rdu+logratio1") == "rdu"
 
 
+def test_keep_runs_are_a_variant_and_pair_with_the_one_zero_shot_run():
+    args = bench.argparse.Namespace(log_ratio_weight=0.0, preserve="keep")
+    assert bench.variant(args) == "+keep"
+    assert bench.variant(bench.argparse.Namespace(log_ratio_weight=1.0, preserve="exact")) == "+logratio1"
+    runs = {}
+    for seed, (rdu_keep, zs) in enumerate(((0.7, 0.6), (0.8, 0.5))):
+        for r in (_run("rdu+keep", 0.1, seed, rdu_keep, rdu_keep, 10.0), _run("zero_shot", 0.0, seed, zs, zs, 0.0)):
+            runs[bench.run_key(r["host"], r["method"], r["rate"], r["seed"])] = r
+    pairs = bench.paired(runs)["h"]["0.1+keep"]
+    assert pairs["top1_minus_zero_shot"]["mean"] == pytest.approx(0.2)  # zero-shot distils nothing: no variant
+    assert pairs["top1_minus_zero_shot"]["pairs"] == 2
+
+
 def test_the_summary_keeps_hosts_whose_runs_were_made_on_another_machine():
     runs = {bench.run_key("h", "rdu", 0.1, 0): _run("rdu", 0.1, 0, 0.6, 0.6, 10.0)}
     out = {"hosts": bench.summarise(runs), "paired": bench.paired(runs)}
