@@ -55,7 +55,6 @@ from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, held_out_summary  # noqa: E402
 SAMPLERS = ("rdu", "random", "diversity", "biased_diversity")
 WHOLE = {"full": 1.0, "zero_shot": 0.0, "scratch": 1.0}  # methods that take no rate, with the rate they report
 METRICS = ("top1", "task_mean")
-CKD_DEFAULTS = CKDConfig()
 
 
 def native_dataset(datasets: list[Path]) -> Path:
@@ -169,7 +168,7 @@ def variant(args) -> str:
     """The suffix of the method names of runs whose distillation differs from CKDConfig's defaults: it adds
     the log-ratio term, or trains the whole KB."""
     suffix = f"+logratio{args.log_ratio_weight:g}" if args.log_ratio_weight else ""
-    return suffix + ("+keep" if args.preserve != CKD_DEFAULTS.preserve else "")
+    return suffix + ("+keep" if args.preserve != CKDConfig.preserve else "")
 
 
 def base_method(method: str) -> str:
@@ -257,7 +256,7 @@ def main(argv=None) -> int:
     p.add_argument("--log-ratio-weight", type=float, default=0.0,
                    help="distillation (and scratch's training) adds the log-ratio term with this weight; the runs "
                         "are stored as the methods' variants, e.g. rdu+logratio1 (default: %(default)s)")
-    p.add_argument("--preserve", choices=PRESERVE, default=CKD_DEFAULTS.preserve,
+    p.add_argument("--preserve", choices=PRESERVE, default=CKDConfig.preserve,
                    help="how distillation keeps the KB's platforms (tcl distill --preserve); runs with keep are "
                         "stored as the methods' variants, e.g. rdu+keep (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
