@@ -14,6 +14,10 @@ tasks:
   (tcl.model.losses.log_ratio_loss) with weight W, stored as the method `NAME+logratioW`;
 - with --preserve keep, every method's distillation trains the whole KB (CKDConfig.preserve), stored
   as the method `NAME+keep`; the KB itself is distilled as by default either way;
+- with --check-fraction F, every method's distillation holds back that share of the training tasks
+  and keeps the epoch that ranks them best (CKDConfig.check_fraction), stored as `NAME+checkF`;
+- zero-shot distils nothing and scratch trains without the KB, so neither is rerun for a variant
+  that does not change it (stored_method);
 - `oracle_top`, `oracle_strata`, `oracle_best` (diagnostics, run only when named): the same share
   picked with the true latencies (bench/sampling.py's oracles), then distilled the same way; they
   ask how good an adaptation any such share can give.
@@ -134,7 +138,9 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
     torch.set_num_threads(args.threads)
     data, train_ids, test_ids = dataset(target)
     kb, ewc, ck = load_kb(kb_path)
-    ckd = CKDConfig(seed=seed, threads=args.threads, log_ratio_weight=args.log_ratio_weight, preserve=args.preserve)
+    ckd = CKDConfig(seed=seed, threads=args.threads, log_ratio_weight=args.log_ratio_weight, preserve=args.preserve,
+                    check_fraction=args.check_fraction)
+    report: dict = {}
     kb, ewc = as_knowledge_base(kb, ck, ckd)
     t0 = time.perf_counter()
     pool = data.programs_of(train_ids)
@@ -145,20 +151,20 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
                          log_ratio_weight=args.log_ratio_weight)
         measured = data.cost[pool]
     elif method == "full":
-        model, _, _ = learn_platform(kb, ewc, data, train_ids, preservation(kb, ewc, data, train_ids, ckd))
+        model, _, _ = learn_platform(kb, ewc, data, train_ids, preservation(kb, ewc, data, train_ids, ckd), report)
         measured = data.cost[pool]
     elif method in ORACLES:
         picks = oracle_pool_picks(data, train_ids, method, rate, seed)
         measured = data.cost[picks]
         learned = data.measured(picks, measured)
         model, _, _ = learn_platform(kb, ewc, learned, sorted({int(t) for t in learned.task}),
-                                     preservation(kb, ewc, data, train_ids, ckd))
+                                     preservation(kb, ewc, data, train_ids, ckd), report)
     else:
         cfg = SamplingConfig(method=method, fraction=rate, seed=seed, threads=args.threads)
         res = adapt(kb, ewc, data, train_ids, LookupOracle(data.cost), cfg, ckd)
-        model, measured = res.kb, res.costs
-    return {"host": host, "method": method + variant(args), "rate": rate, "seed": seed,
-            **scores(model, data, test_ids, args.min_programs),
+        model, measured, report = res.kb, res.costs, res.check
+    return {"host": host, "method": stored_method(method, variant(args)), "rate": rate, "seed": seed,
+            **scores(model, data, test_ids, args.min_programs), **report,
             "programs_measured": int(len(measured)),
             "seconds_measured": seconds_measured(measured, args.repeat, args.min_repeat_ms),
             "seconds": time.perf_counter() - t0}
@@ -166,9 +172,21 @@ def run_one(host: str, target: Path, kb_path: Path, method: str, rate: float, se
 
 def variant(args) -> str:
     """The suffix of the method names of runs whose distillation differs from CKDConfig's defaults: it adds
-    the log-ratio term, or trains the whole KB."""
+    the log-ratio term, trains the whole KB, or keeps the epoch that ranks held-back tasks best."""
     suffix = f"+logratio{args.log_ratio_weight:g}" if args.log_ratio_weight else ""
-    return suffix + ("+keep" if args.preserve != CKDConfig.preserve else "")
+    suffix += "+keep" if args.preserve != CKDConfig.preserve else ""
+    return suffix + (f"+check{args.check_fraction:g}" if args.check_fraction else "")
+
+
+def stored_method(method: str, suffix: str) -> str:
+    """The name a run of `method` under the variant `suffix` is stored as: without the parts of the
+    suffix that do not change its run. Zero-shot distils nothing; scratch trains a new model, which
+    only the log-ratio term changes."""
+    if method == "zero_shot":
+        return method
+    if method == "scratch":
+        return method + "".join(f"+{part}" for part in suffix.split("+") if part.startswith("logratio"))
+    return method + suffix
 
 
 def base_method(method: str) -> str:
@@ -206,9 +224,9 @@ def paired(runs: dict) -> dict:
             continue
         suffix = method.removeprefix("rdu")
         entry = out.setdefault(host, {}).setdefault(rate + suffix, {})
-        others = [(m, by.get((host, m + suffix, rate, seed))) for m in (*SAMPLERS, *ORACLES) if m != "rdu"]
-        # zero-shot distils nothing: every variant pairs with the one plain run
-        others += [(m, by.get((host, m + ("" if m == "zero_shot" else suffix), str(WHOLE[m]), seed))) for m in WHOLE]
+        others = [(m, by.get((host, stored_method(m, suffix), rate, seed))) for m in (*SAMPLERS, *ORACLES)
+                  if m != "rdu"]
+        others += [(m, by.get((host, stored_method(m, suffix), str(WHOLE[m]), seed))) for m in WHOLE]
         if suffix:  # against the same sampler distilled without the variant
             others.append(("rdu", by.get((host, "rdu", rate, seed))))
         for m, o in others:
@@ -259,6 +277,10 @@ def main(argv=None) -> int:
     p.add_argument("--preserve", choices=PRESERVE, default=CKDConfig.preserve,
                    help="how distillation keeps the KB's platforms (tcl distill --preserve); runs with keep are "
                         "stored as the methods' variants, e.g. rdu+keep (default: %(default)s)")
+    p.add_argument("--check-fraction", type=float, default=CKDConfig.check_fraction,
+                   help="distillation holds back this share of the training tasks and keeps the epoch that ranks "
+                        "them best (CKDConfig.check_fraction); the runs are stored as the methods' variants, e.g. "
+                        "rdu+check0.2 (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs at once, one process each")
     p.add_argument("--work", type=Path, default=ROOT / "build" / "adapt_kb", help="where the KBs are kept")
@@ -281,7 +303,7 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             for m in args.methods:
                 for rate in ([WHOLE[m]] if m in WHOLE else args.rates):
-                    if run_key(target.name, m + variant(args), rate, seed) not in runs:
+                    if run_key(target.name, stored_method(m, variant(args)), rate, seed) not in runs:
                         todo.append((target.name, target, kb, m, rate, seed))
     print(f"{len(todo)} runs to do, {len(runs)} stored, {args.jobs} at once", file=sys.stderr)
 

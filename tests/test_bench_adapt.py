@@ -77,9 +77,9 @@ def test_a_variants_runs_pair_with_the_same_variant_and_with_plain_rdu():
 
 
 def test_keep_runs_are_a_variant_and_pair_with_the_one_zero_shot_run():
-    args = bench.argparse.Namespace(log_ratio_weight=0.0, preserve="keep")
+    args = bench.argparse.Namespace(log_ratio_weight=0.0, preserve="keep", check_fraction=0.0)
     assert bench.variant(args) == "+keep"
-    assert bench.variant(bench.argparse.Namespace(log_ratio_weight=1.0, preserve="exact")) == "+logratio1"
+    assert bench.variant(bench.argparse.Namespace(log_ratio_weight=1.0, preserve="exact", check_fraction=0.0)) == "+logratio1"
     runs = {}
     for seed, (rdu_keep, zs) in enumerate(((0.7, 0.6), (0.8, 0.5))):
         for r in (_run("rdu+keep", 0.1, seed, rdu_keep, rdu_keep, 10.0), _run("zero_shot", 0.0, seed, zs, zs, 0.0)):
@@ -128,3 +128,14 @@ def test_a_kb_source_whose_descriptor_the_kb_already_spans_is_kept_not_refused(t
     s = bench.scores(as_knowledge_base(kb_model, ck, cfg)[0], data, tasks, min_programs=1)
     assert 0 < s["top1"] <= 1 and 0 < s["task_mean"] <= 1 and s["network_top1"]
     assert all(0 < v <= 1 for v in s["network_top1"].values())
+
+
+def test_zero_shot_and_scratch_are_stored_without_the_variants_that_do_not_change_them():
+    args = bench.argparse.Namespace(log_ratio_weight=1.0, preserve="keep", check_fraction=0.2)
+    suffix = bench.variant(args)
+    assert suffix == "+logratio1+keep+check0.2"
+    assert bench.stored_method("rdu", suffix) == "rdu+logratio1+keep+check0.2"
+    assert bench.stored_method("full", suffix) == "full+logratio1+keep+check0.2"
+    assert bench.stored_method("zero_shot", suffix) == "zero_shot"
+    assert bench.stored_method("scratch", suffix) == "scratch+logratio1"  # only the log-ratio term trains it
+    assert bench.stored_method("scratch", "+keep") == "scratch"

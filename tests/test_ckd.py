@@ -505,3 +505,37 @@ def test_the_log_ratio_term_joins_every_label_term_when_weighted(kb1, column, mo
     after_progress = len(calls)
     compress(kb, ac, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0], weighted)
     assert after_progress > 0 and len(calls) > after_progress
+
+
+def test_check_split_holds_back_a_seeded_share_of_the_tasks():
+    from tcl.continual.learn import check_split
+
+    tasks = list(range(20))
+    fit, check = check_split(tasks, replace(CFG, check_fraction=0.2, seed=3))
+    assert len(check) == 4 and sorted(fit + check) == tasks
+    assert check_split(tasks, replace(CFG, check_fraction=0.2, seed=3)) == (fit, check)
+    assert check_split(tasks, replace(CFG, check_fraction=0.2, seed=4))[1] != check
+    assert check_split(tasks, CFG) == (tasks, [])  # off by default
+    assert check_split([5], replace(CFG, check_fraction=0.5)) == ([5], [])  # nothing would be left to learn
+    assert check_split([5, 6], replace(CFG, check_fraction=0.01))[1] in ([5], [6])  # at least one
+
+
+def test_the_kb_keeps_the_epoch_that_ranks_the_held_back_tasks_best(tmp_path, kb1):
+    """check_fraction: the KB learns from one task, and of the incoming KB (epoch 0) and every
+    compress epoch, keeps the first whose Top-1 on the other task is the best."""
+    from tcl.continual.learn import check_split
+    from tcl.scoring import score_tasks
+
+    for task in ("matmul_128", "conv2d_1x16x14x14_32_3x3"):
+        shutil.copytree(MS_FIXTURE / task, tmp_path / task)
+    new = other_hardware(ProgramData(tcl.featurize(tmp_path)))
+    cfg = replace(CFG, compress_epochs=4, check_fraction=0.5)
+    kb, ewc, _ = kb1
+    report: dict = {}
+    new_kb, ewc2, _ = learn_platform(kb, OnlineEWC.from_state_dict(ewc.state_dict()), new, [0, 1], cfg, report)
+    _, check = check_split([0, 1], cfg)
+    top1 = report["check_top1"]
+    assert len(top1) == 1 + 4 and report["check_epoch"] == int(np.argmax(top1))
+    assert score_tasks(kb, new, check)["pooled"]["top1"] == pytest.approx(top1[0])  # epoch 0: the KB
+    assert score_tasks(new_kb, new, check)["pooled"]["top1"] == pytest.approx(max(top1))
+    assert ewc2.platforms == 2 and new_kb.size_mb() == kb.size_mb()

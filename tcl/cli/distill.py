@@ -48,6 +48,9 @@ CKD_OPTIONS = (
     ("--average-last", "average_last",
      "each KB is the mean of its weights over this last fraction of the epochs (0: the last epoch's)",
      {"type": fraction}),
+    ("--check-fraction", "check_fraction",
+     ("hold back this share of the new platform's tasks from training and keep the compress epoch (0: the KB as "
+      "it came) that ranks them best (0: off, the last epoch)"), {"type": fraction}),
     ("--batch-tasks", "batch_tasks", "task groups per batch", {"type": positive}),
     ("--group-size", "group_size", "programs of one task ranked together, at most", {"type": positive}),
     ("--clip", "clip", "gradient-norm clipping", {"type": float}),

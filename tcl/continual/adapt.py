@@ -72,6 +72,7 @@ class Adaptation:
     rounds: list[dict]  # the sampler's rounds
     seconds: dict  # {"sample": picking, measuring and the rounds' training, "distill": learning the KB}
     preserve: str  # how the earlier platforms were kept (CKDConfig.preserve; see preservation)
+    check: dict  # with CKDConfig.check_fraction: the epoch kept and the check tasks' Top-1 by epoch
 
 
 def adapt(kb, ewc: OnlineEWC, data: ProgramData, task_ids, oracle, sampling: SamplingConfig, ckd: CKDConfig,
@@ -92,6 +93,7 @@ def adapt(kb, ewc: OnlineEWC, data: ProgramData, task_ids, oracle, sampling: Sam
     learned = sorted({int(t) for t in measured.task})
     if not learned:
         raise ValueError("no program was measured without failing: nothing to adapt to")
-    new_kb, ewc, _ = learn_platform(kb, ewc, measured, learned, ckd)
+    check: dict = {}
+    new_kb, ewc, _ = learn_platform(kb, ewc, measured, learned, ckd, check)
     return Adaptation(new_kb, ewc, res.selected, res.costs, res.rounds,
-                      {"sample": t1 - t0, "distill": time.perf_counter() - t1}, ckd.preserve)
+                      {"sample": t1 - t0, "distill": time.perf_counter() - t1}, ckd.preserve, check)

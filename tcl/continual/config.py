@@ -50,6 +50,9 @@ class CKDConfig:
     # > 0: the first KB and each compressed KB are the mean of their weights over this last fraction
     # of the epochs (exact preservation holds for the mean too). Off: not better on average.
     average_last: float = 0.0
+    # > 0: this fraction of the new platform's tasks is held back from both phases, and the KB keeps
+    # the compress epoch (0: the KB as it came) whose mean Top-1 on them is best (learn.EpochChoice).
+    check_fraction: float = 0.0
     batch_tasks: int = TrainConfig.batch_tasks
     group_size: int = TrainConfig.group_size
     clip: float = TrainConfig.clip

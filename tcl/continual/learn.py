@@ -7,19 +7,22 @@ and the KB never grows (the active column is thrown away after compress).
 
 from __future__ import annotations
 
+import copy
 import time
 
+import numpy as np
 import torch
 
 from ..model.cost_model import MambaCostModel
 from ..program_data import ProgramData
+from ..scoring import score_tasks
 from ..train import train
 from .config import CKDConfig
 from .descriptor import platform_hardware, with_hardware_film
 from .ewc import OnlineEWC
 from .phases import compress, progress
 
-__all__ = ["first_platform", "learn_platform", "sampled_subset"]
+__all__ = ["EpochChoice", "check_split", "first_platform", "learn_platform", "sampled_subset"]
 
 
 def first_platform(data: ProgramData, task_ids, cfg: CKDConfig, model_config: dict | None = None):
@@ -35,13 +38,59 @@ def first_platform(data: ProgramData, task_ids, cfg: CKDConfig, model_config: di
     return kb, ewc, time.perf_counter() - t0
 
 
-def learn_platform(kb: MambaCostModel, ewc: OnlineEWC, data: ProgramData, task_ids, cfg: CKDConfig):
-    """progress -> compress -> consolidate on one new platform; returns (new KB, EWC, seconds)."""
+def check_split(task_ids, cfg: CKDConfig) -> tuple[list, list]:
+    """(tasks learned from, tasks held back to choose the epoch): a seeded CKDConfig.check_fraction
+    of the tasks, at least one, and at least one left to learn from."""
+    tasks = sorted(int(t) for t in task_ids)
+    if not cfg.check_fraction or len(tasks) < 2:
+        return tasks, []
+    n_check = min(max(1, round(cfg.check_fraction * len(tasks))), len(tasks) - 1)
+    order = np.random.default_rng(cfg.seed).permutation(tasks)
+    return sorted(int(t) for t in order[n_check:]), sorted(int(t) for t in order[:n_check])
+
+
+class EpochChoice:
+    """compress's on_epoch: keeps the student of the epoch whose mean Top-1 over the check tasks
+    is best, starting from the incoming KB as epoch 0; a tie keeps the earlier epoch."""
+
+    def __init__(self, kb: MambaCostModel, data: ProgramData, check_ids):
+        self.data, self.check_ids = data, check_ids
+        self.scores: list[float] = []
+        self.best_epoch, self.best = 0, copy.deepcopy(kb.state_dict())
+        self.scores.append(self._score(kb))
+
+    def _score(self, model) -> float:
+        tasks = score_tasks(model, self.data, self.check_ids)["tasks"].values()
+        return float(np.mean([t["top1"] for t in tasks]))
+
+    def __call__(self, epoch: int, student) -> None:
+        s = self._score(student)
+        self.scores.append(s)
+        if s > self.scores[self.best_epoch]:
+            self.best_epoch, self.best = epoch, copy.deepcopy(student.state_dict())
+
+    def chosen(self, student):
+        """The student with the chosen epoch's weights."""
+        student.load_state_dict(self.best)
+        return student
+
+
+def learn_platform(kb: MambaCostModel, ewc: OnlineEWC, data: ProgramData, task_ids, cfg: CKDConfig,
+                   report: dict | None = None):
+    """progress -> compress -> consolidate on one new platform; returns (new KB, EWC, seconds).
+    With CKDConfig.check_fraction, `report` (if given) gets the epoch kept and the check tasks'
+    mean Top-1 after each epoch."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     t0 = time.perf_counter()
-    ac = progress(kb, data, task_ids, cfg)
-    new_kb = compress(kb, ac, ewc, data, task_ids, cfg)
+    fit, check = check_split(task_ids, cfg)
+    choice = EpochChoice(kb, data, check) if check else None
+    ac = progress(kb, data, fit, cfg)
+    new_kb = compress(kb, ac, ewc, data, fit, cfg, on_epoch=choice)
+    if choice is not None:
+        new_kb = choice.chosen(new_kb)
+        if report is not None:
+            report.update(check_epoch=choice.best_epoch, check_top1=choice.scores)
     ewc.consolidate(new_kb, data, task_ids, cfg)
     return new_kb, ewc, time.perf_counter() - t0
 
