@@ -52,6 +52,7 @@ class CKDConfig:
     average_last: float = 0.0
     # > 0: this fraction of the new platform's tasks is held back from both phases, and the KB keeps
     # the compress epoch (0: the KB as it came) whose mean Top-1 on them is best (learn.EpochChoice).
+    # Off: on a tenth of a host's programs the held-back Top-1 moved from epoch to epoch with no trend.
     check_fraction: float = 0.0
     batch_tasks: int = TrainConfig.batch_tasks
     group_size: int = TrainConfig.group_size
