@@ -79,7 +79,8 @@ def test_a_variants_runs_pair_with_the_same_variant_and_with_plain_rdu():
 def test_keep_runs_are_a_variant_and_pair_with_the_one_zero_shot_run():
     args = bench.argparse.Namespace(log_ratio_weight=0.0, preserve="keep", check_fraction=0.0)
     assert bench.variant(args) == "+keep"
-    assert bench.variant(bench.argparse.Namespace(log_ratio_weight=1.0, preserve="exact", check_fraction=0.0)) == "+logratio1"
+    log_ratio = bench.argparse.Namespace(log_ratio_weight=1.0, preserve="exact", check_fraction=0.0)
+    assert bench.variant(log_ratio) == "+logratio1"
     runs = {}
     for seed, (rdu_keep, zs) in enumerate(((0.7, 0.6), (0.8, 0.5))):
         for r in (_run("rdu+keep", 0.1, seed, rdu_keep, rdu_keep, 10.0), _run("zero_shot", 0.0, seed, zs, zs, 0.0)):

@@ -55,9 +55,8 @@ class EpochChoice:
 
     def __init__(self, kb: MambaCostModel, data: ProgramData, check_ids):
         self.data, self.check_ids = data, check_ids
-        self.scores: list[float] = []
+        self.scores = [self._score(kb)]
         self.best_epoch, self.best = 0, copy.deepcopy(kb.state_dict())
-        self.scores.append(self._score(kb))
 
     def _score(self, model) -> float:
         tasks = score_tasks(model, self.data, self.check_ids)["tasks"].values()
