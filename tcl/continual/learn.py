@@ -13,6 +13,7 @@ import time
 import numpy as np
 import torch
 
+from ..metrics import held_out_summary
 from ..model.cost_model import MambaCostModel
 from ..program_data import ProgramData
 from ..scoring import score_tasks
@@ -59,8 +60,7 @@ class EpochChoice:
         self.best_epoch, self.best = 0, copy.deepcopy(kb.state_dict())
 
     def _score(self, model) -> float:
-        tasks = score_tasks(model, self.data, self.check_ids)["tasks"].values()
-        return float(np.mean([t["top1"] for t in tasks]))
+        return held_out_summary(score_tasks(model, self.data, self.check_ids), min_programs=1)["task_mean"]
 
     def __call__(self, epoch: int, student) -> None:
         s = self._score(student)
