@@ -28,8 +28,8 @@ the collector's protocol (--repeat runs of at least --min-repeat-ms each), from 
 builds are not counted.
 
 Every finished run is stored at once in adapt_details.json (ignored by git) and a rerun skips the
-runs stored there, so the grid can be stopped and resumed and seeds added later. A host whose runs
-were made on another machine keeps its entry in the summary. Writes
+runs stored there, so the grid can be stopped and resumed and seeds added later. Rows whose runs
+were made on another machine (no stored run here) are kept in the summary. Writes
 bench/results/adapt.json: {"hosts": {host: {method: {rate: {"top1", "top5", "task_mean",
 "seconds_measured", "seeds"}}}}, "paired": rdu against each method run by run, and its ratio to
 full, per host and rate}.
@@ -248,13 +248,18 @@ def paired(runs: dict) -> dict:
 
 
 def kept_elsewhere(out: dict, previous: dict, targets: set[str]) -> None:
-    """Adds to `out` the previous summary's hosts that have no stored run here (their runs were made on
-    another machine, whose details file this one lacks), as long as they are still adapted to."""
-    here = set(out["hosts"])
-    for part in ("hosts", "paired"):
-        for host, entry in previous.get(part, {}).items():
-            if host in targets and host not in here:
-                out[part][host] = entry
+    """Adds to `out` the previous summary's rows (host, method, rate) and paired entries (host, rate) that
+    no stored run here recomputes (their runs were made on another machine, whose details file this one
+    lacks), for the hosts still adapted to. A recomputed row or entry replaces the previous one whole."""
+    for host, by_method in previous.get("hosts", {}).items():
+        if host in targets:
+            for method, by_rate in by_method.items():
+                for rate, row in by_rate.items():
+                    out["hosts"].setdefault(host, {}).setdefault(method, {}).setdefault(rate, row)
+    for host, by_rate in previous.get("paired", {}).items():
+        if host in targets:
+            for rate, entry in by_rate.items():
+                out["paired"].setdefault(host, {}).setdefault(rate, entry)
 
 
 def main(argv=None) -> int:

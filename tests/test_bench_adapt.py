@@ -90,14 +90,17 @@ def test_keep_runs_are_a_variant_and_pair_with_the_one_zero_shot_run():
     assert pairs["top1_minus_zero_shot"]["pairs"] == 2
 
 
-def test_the_summary_keeps_hosts_whose_runs_were_made_on_another_machine():
+def test_the_summary_keeps_rows_whose_runs_were_made_on_another_machine():
     runs = {bench.run_key("h", "rdu", 0.1, 0): _run("rdu", 0.1, 0, 0.6, 0.6, 10.0)}
     out = {"hosts": bench.summarise(runs), "paired": bench.paired(runs)}
-    previous = {"hosts": {"h": {"stale": 1}, "other": {"rdu": {}}, "gone": {"rdu": {}}},
-                "paired": {"other": {"0.1": {}}, "gone": {"0.1": {}}}}
+    previous = {"hosts": {"h": {"rdu": {"0.1": "stale"}, "random": {"0.2": "kept"}}, "other": {"rdu": {"0.1": {}}},
+                          "gone": {"rdu": {"0.1": {}}}},
+                "paired": {"h": {"0.1": "stale", "0.2": "kept"}, "other": {"0.1": {}}, "gone": {"0.1": {}}}}
     bench.kept_elsewhere(out, previous, {"h", "other"})
     assert set(out["hosts"]) == {"h", "other"} and set(out["paired"]) == {"h", "other"}
-    assert out["hosts"]["h"] == bench.summarise(runs)["h"]  # this machine's runs win
+    assert out["hosts"]["h"]["rdu"] == bench.summarise(runs)["h"]["rdu"]  # this machine's runs win
+    assert out["paired"]["h"]["0.1"] == bench.paired(runs)["h"]["0.1"]
+    assert out["hosts"]["h"]["random"] == {"0.2": "kept"} and out["paired"]["h"]["0.2"] == "kept"
 
 
 def test_a_kb_source_whose_descriptor_the_kb_already_spans_is_kept_not_refused(tmp_path):
