@@ -11,7 +11,7 @@ tvm = pytest.importorskip("tvm")
 
 from tvm.s_tir import meta_schedule as ms  # noqa: E402
 
-from tcl.tvm.builder import PersistentBuilder, default_target, make_builder, make_runner  # noqa: E402
+from tcl.tvm.builder import PersistentBuilder, default_target, make_builder, make_runner, timed_out  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ms"
 
@@ -51,6 +51,15 @@ def test_fast_builder_builds_and_runner_runs():
     for r in results:
         assert r.error_msg is None and len(r.run_secs) == 2
         assert all(0 < float(s) < 0.1 for s in r.run_secs)  # a 128^3 matmul: well under 100 ms
+
+
+def test_a_build_past_the_timeout_is_reported_as_timed_out():
+    (record,) = ms.database.JSONDatabase(work_dir=str(FIXTURE / "matmul_128")).get_all_tuning_records()[:1]
+    builder = make_builder(max_workers=1, timeout_sec=0.001)
+    (built,) = builder.build([ms.builder.BuilderInput(record.as_measure_candidate().sch.mod, default_target(2))])
+    builder.shutdown()
+    assert built.artifact_path is None and timed_out(built)
+    assert not timed_out(ms.builder.BuilderResult(None, "build failed: an error"))
 
 
 @pytest.mark.slow

@@ -99,3 +99,29 @@ def test_a_waiting_run_goes_before_builds():
     t.join(5)
     assert gate.try_build()
     gate.release()
+
+
+class _SlowOnMeasureCpus(_Builder):
+    """A builder on the measurement CPUs whose builds of `slow` programs hit its timeout."""
+
+    def __init__(self, slow):
+        super().__init__("measure")
+        self.slow = set(slow)
+
+    def build(self, inputs):
+        from tvm.s_tir import meta_schedule as ms
+
+        from tcl.tvm.builder import TIMED_OUT
+
+        self.built.extend(inputs)
+        return [ms.builder.BuilderResult(None, f"{TIMED_OUT} after 10.0 s") if x in self.slow else ("measure", x)
+                for x in inputs]
+
+
+def test_a_build_too_slow_for_the_measure_cpus_is_built_again_on_own_cpus():
+    own, measure_cpus = _Builder("own", 0.01), _SlowOnMeasureCpus(slow=range(20))
+    m = Measurer(target=None, builder=own, runner=None, measure_builder=measure_cpus)
+    results = m.build(list(range(20)))
+    assert measure_cpus.built  # the measurement CPUs tried some
+    assert results == [("own", x) for x in range(20)]  # and each of those was built again here
+    assert sorted(own.built) == list(range(20))

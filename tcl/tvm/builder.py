@@ -13,6 +13,15 @@ from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 from tvm.target import Target, codegen
 
 
+BUILD_TIMEOUT_SEC = 60.0  # a build that takes longer is stored as a failed program
+TIMED_OUT = "build timed out"  # how a PersistentBuilder's result says so
+
+
+def timed_out(result) -> bool:
+    """Whether a builder result is a build stopped by the timeout."""
+    return bool(getattr(result, "error_msg", None)) and result.error_msg.startswith(TIMED_OUT)
+
+
 def f_build(mod, target, _params):
     """`ms.builder.local_builder.default_build` without `import tvm.s_tir.tensor_intrin`.
 
@@ -42,8 +51,8 @@ class PersistentBuilder(ms.builder.PyBuilder):
     builds instead.
     """
 
-    def __init__(self, max_workers: int | None = None, timeout_sec: float = 60.0, recycle_after: int = 256,
-                 initializer=None):
+    def __init__(self, max_workers: int | None = None, timeout_sec: float = BUILD_TIMEOUT_SEC,
+                 recycle_after: int = 256, initializer=None):
         super().__init__()
         self.max_workers = max_workers or os.cpu_count() or 1
         self.timeout_sec, self.recycle_after = timeout_sec, recycle_after
@@ -74,7 +83,7 @@ class PersistentBuilder(ms.builder.PyBuilder):
             if r.status == StatusKind.COMPLETE:
                 results.append(ms.builder.BuilderResult(r.value, None))
             elif r.status == StatusKind.TIMEOUT:
-                results.append(ms.builder.BuilderResult(None, f"build timed out after {self.timeout_sec} s"))
+                results.append(ms.builder.BuilderResult(None, f"{TIMED_OUT} after {self.timeout_sec} s"))
             else:
                 results.append(ms.builder.BuilderResult(None, f"build failed: {r.value}"))
         return results
@@ -85,7 +94,7 @@ class PersistentBuilder(ms.builder.PyBuilder):
             self._pool = None
 
 
-def make_builder(max_workers: int | None = None, timeout_sec: float = 60.0, persistent: bool = True,
+def make_builder(max_workers: int | None = None, timeout_sec: float = BUILD_TIMEOUT_SEC, persistent: bool = True,
                  initializer=None):
     """A builder with the fast `f_build` (max_workers defaults to the CPU count).
 

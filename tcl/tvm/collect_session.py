@@ -14,7 +14,7 @@ from ..atomic import write_json
 from ..packing import DatasetBusy, dataset_lock, is_packed, pack_dataset
 from .builder import make_builder, make_runner
 from .hardware import platform_descriptor, platform_name, same_host
-from .measure import Measurer, pin_to_cpus
+from .measure import SHARED_BUILD_TIMEOUT_SEC, Measurer, pin_to_cpus
 from .targets import CollectError, check_tracker, parse_rpc
 
 LOG = logging.getLogger("tcl.collect")
@@ -129,7 +129,8 @@ def make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers, 
         initializer = pin_to_cpus(measure_cpus)
         builder_workers = builder_workers or len(others)
         if tracker is None:
-            measure_builder = make_builder(max_workers=len(measure_cpus), initializer=initializer)
+            measure_builder = make_builder(max_workers=len(measure_cpus), timeout_sec=SHARED_BUILD_TIMEOUT_SEC,
+                                           initializer=initializer)
             with gate.run() if gate is not None else contextlib.nullcontext():  # never beside a run
                 measure_builder.warm_up()
     runner = make_runner(repeat=repeat, min_repeat_ms=min_repeat_ms, tracker_host=tracker[0] if tracker else None,

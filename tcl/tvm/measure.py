@@ -6,7 +6,9 @@ Measurement can be pinned to its own CPUs (`measure_cpus`) while searching and b
 others, and several collecting processes can share those CPUs through a `RunGate`, which lets only one
 of them run programs at a time: runs never overlap, so latencies are those of a quiet CPU. Between
 runs the measurement CPUs build too (`Measurer.measure_builder`): a build there waits until no run
-waits or runs, and a run waits for at most the one build under way.
+waits or runs, and a run waits for at most the one build under way; a build that outlasts
+`SHARED_BUILD_TIMEOUT_SEC` there is stopped and built again on the other CPUs, so that one slow
+compile cannot hold every process's runs up for the whole build timeout.
 """
 from __future__ import annotations
 
@@ -28,9 +30,11 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
 from . import networks as nets
+from .builder import timed_out
 from .collect_options import GENETIC_ITERS, POPULATION
 
 FAILED = 1e10  # what MetaSchedule stores as run_secs for a failed build or run
+SHARED_BUILD_TIMEOUT_SEC = 10.0  # the measurement CPUs' build timeout: many times a typical build
 LOG = logging.getLogger("tcl.collect")
 
 
@@ -186,6 +190,8 @@ class Measurer:
                 for i, r in zip(batch, self.builder.build([inputs[i] for i in batch])):
                     results[i] = r
 
+        too_slow: list[int] = []  # stopped on the measurement CPUs: built again on our own
+
         def on_measure_cpus() -> None:
             while left:
                 if self.gate is not None and not self.gate.try_build():
@@ -194,6 +200,8 @@ class Measurer:
                 try:
                     for i in take(1):
                         results[i] = self.measure_builder.build([inputs[i]])[0]
+                        if timed_out(results[i]):
+                            too_slow.append(i)
                 finally:
                     if self.gate is not None:
                         self.gate.release()
@@ -203,6 +211,9 @@ class Measurer:
                     pool.submit(on_own_cpus, max(1, getattr(self.builder, "max_workers", 1)))]
             for job in jobs:
                 job.result()  # a builder's exception reaches the caller
+        if too_slow:
+            for i, r in zip(too_slow, self.builder.build([inputs[i] for i in too_slow])):
+                results[i] = r
         return results
 
     def measure(self, db, workload, cands) -> list:
