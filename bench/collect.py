@@ -12,7 +12,8 @@ both collect the same --tasks tasks to --programs programs each into fresh direc
 other work ran beside it).
 
 Writes bench/results/collect.json: programs_per_hour_before, programs_per_hour, speedup,
-rank_repeatability {median_spearman, min_spearman, tasks, programs, median_cv}.
+rank_repeatability {median_spearman, min_spearman, tasks, programs, median_cv}, and `speedups`, one
+entry per run with the same settings (the earlier ones kept from the file).
 """
 
 from __future__ import annotations
@@ -99,6 +100,19 @@ def remeasure_quietly(src: Path, out: Path, num_cores: int) -> dict:
     return remeasure(src, out, default_target(num_cores), progress_stream=io.StringIO())
 
 
+def speedup_entry(summary: dict) -> dict:
+    """One run's throughput, as the summary's `speedups` list keeps it."""
+    return {"before": summary["programs_per_hour_before"], "after": summary["programs_per_hour"],
+            "speedup": summary["speedup"], "failed": summary["runs"]["after"]["failed"]}
+
+
+def earlier_speedups(old: dict, settings: dict) -> list:
+    """The previous summary's runs, when it was made with the same settings."""
+    if not old.get("speedup") or any(old.get(k) != v for k, v in settings.items()):
+        return []
+    return old.get("speedups") or [speedup_entry(old)]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--network", default="resnet18", help="network whose tasks are collected (default resnet18)")
@@ -154,14 +168,17 @@ def main() -> None:
         rep = repeatability(work / "after", work / "again")
         rep["seconds"] = round(time.time() - t0, 1)
         before, after = runs["before"]["programs_per_hour"], runs["after"]["programs_per_hour"]
+        speedup = round(after / before, 2) if before else None
+        settings = {"network": args.network, "tasks": args.tasks, "programs_per_task": args.programs,
+                    "after_settings": pipelined}
         result = {
-            "host": platform.node(), "cpus": cpus, "network": args.network, "tasks": args.tasks,
-            "programs_per_task": args.programs, "after_settings": pipelined,
+            "host": platform.node(), "cpus": cpus, **settings,
             "programs_per_hour_before": before, "programs_per_hour": after,
-            "speedup": round(after / before, 2) if before else None,
-            "rank_repeatability": rep, "runs": runs,
+            "speedup": speedup, "rank_repeatability": rep, "runs": runs,
             "dataset_checks": old.get("dataset_checks", {}),
         }
+        # every run with these settings, this one last: how much the speedup moves between runs
+        result["speedups"] = earlier_speedups(old, settings) + [speedup_entry(result)]
         write_json(args.out, result)
         print(f"programs per hour: before {before}, after {after} ({result['speedup']}x); repeatability {rep}")
     finally:
