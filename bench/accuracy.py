@@ -12,7 +12,9 @@ seconds, scoring µs per candidate on one thread (tcl/tlp: torch at batch 512; x
 extraction + predict). Writes bench/results/accuracy.json
 ({platform: {model: {"top1", "top5", "task_mean", "size_mb", "network_top1", ...}}}) and
 bench/results/accuracy.png (Top-1 per held-out network, drawn from that summary, so from every
-platform run so far); each run's details and settings go to accuracy_details.json.
+platform run so far); each run's details and settings go to accuracy_details.json, written after
+every seed. A seed whose run is stored there with the same settings and the same data is not trained
+again, so seeds can be added by later invocations (or one cut short can go on).
 """
 
 from __future__ import annotations
@@ -39,6 +41,29 @@ from tcl.program_data import ProgramData, split_tasks, task_key  # noqa: E402
 from tcl.scoring import predict  # noqa: E402
 from tcl.train import train_validated  # noqa: E402
 from tcl.train_config import LR_SCHEDULES, TrainConfig  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from transfer import data_stamp  # noqa: E402
+
+# what decides a run's result besides the model and the seed; a stored run is reused only when they match
+RUN_SETTINGS = ("epochs", "val_fraction", "refit", "lr_schedule", "log_ratio_weight", "test_fraction",
+                "min_programs")
+
+
+def run_settings(args, dataset: Path, data, test_ids) -> dict:
+    import hashlib
+
+    held_out = hashlib.sha1("\n".join(sorted(task_key(data.tasks[i]) for i in test_ids)).encode()).hexdigest()
+    return {**{k: getattr(args, k) for k in RUN_SETTINGS}, "data": data_stamp([dataset]), "held_out": held_out[:10]}
+
+
+def stored_runs(detail_path: Path, platform: str, model: str, settings: dict) -> dict:
+    """{seed: run} of this platform and model kept in the details file, made with these settings on
+    the data as it is now: a later invocation adds seeds instead of training the same ones again."""
+    if not detail_path.is_file():
+        return {}
+    entry = json.loads(detail_path.read_text())["platforms"].get(platform, {}).get(model, {})
+    return {r["seed"]: r for r in entry.get("seeds", []) if r.get("settings") == settings}
 
 
 def _score(data, test_ids, scores_by_program) -> dict:
@@ -213,24 +238,32 @@ def main(argv=None):
                 # MLPModel's validation split is 20% of the workloads: it fails below 5 of them
                 print(f"  {name:<6} skipped: needs 5 or more training tasks, the data has {len(train_ids)}")
                 continue
+            settings = run_settings(args, Path(path), data, test_ids)
+            stored = stored_runs(detail_path, platform, name, settings)
             runs = []
             for seed in seeds:
-                args.seed = seed
-                r = (torch_model("mamba" if name == "tcl" else "tlp", data, train_ids, test_ids, args)
-                     if name in ("tcl", "tlp") else tvm_model(name, fs, data, train_ids, test_ids, args))
-                held_out = held_out_summary(r["metrics"], args.min_programs)
-                runs.append({**{k: v for k, v in r.items() if k != "metrics"}, "seed": seed,
-                             "networks": r["metrics"]["networks"], "pooled": r["metrics"]["pooled"],
-                             "held_out": held_out})
+                if seed in stored:
+                    runs.append(stored[seed])
+                    how = "stored"
+                else:
+                    args.seed = seed
+                    r = (torch_model("mamba" if name == "tcl" else "tlp", data, train_ids, test_ids, args)
+                         if name in ("tcl", "tlp") else tvm_model(name, fs, data, train_ids, test_ids, args))
+                    runs.append({**{k: v for k, v in r.items() if k != "metrics"}, "seed": seed,
+                                 "settings": settings, "networks": r["metrics"]["networks"],
+                                 "pooled": r["metrics"]["pooled"],
+                                 "held_out": held_out_summary(r["metrics"], args.min_programs)})
+                    how = "trained"
+                r, held_out = runs[-1], runs[-1]["held_out"]
                 print(f"  {name:<6}{r['size_mb']:>9.3f}{held_out['top1']:>8.4f}{held_out['top5']:>8.4f}"
                       f"{held_out['task_mean'] or float('nan'):>8.4f}"
-                      f"{r['train_seconds']:>9.1f}{r['us_per_candidate']:>9.1f}  seed {seed}", flush=True)
-            nets = {n: {k: float(np.mean([r["networks"][n][k] for r in runs])) for k in m}
-                    for n, m in runs[0]["networks"].items()}
-            summary[platform][name] = {**summarize_seeds(runs),
-                                       "network_top1": {n: m["top1"] for n, m in nets.items()}}
-            details[platform][name] = {**runs[0], "networks": nets, "seeds": runs}
-            merged = write(out, detail_path, summary, details, args)  # after every model
+                      f"{r['train_seconds']:>9.1f}{r['us_per_candidate']:>9.1f}  seed {seed} ({how})", flush=True)
+                nets = {n: {k: float(np.mean([r["networks"][n][k] for r in runs])) for k in m}
+                        for n, m in runs[0]["networks"].items()}
+                summary[platform][name] = {**summarize_seeds(runs),
+                                           "network_top1": {n: m["top1"] for n, m in nets.items()}}
+                details[platform][name] = {**runs[0], "networks": nets, "seeds": runs}
+                merged = write(out, detail_path, summary, details, args)  # after every seed
     plot(merged, out.with_suffix(".png"))
     print(f"-> {out}, {detail_path}, {out.with_suffix('.png')}")
 

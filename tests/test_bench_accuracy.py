@@ -56,3 +56,30 @@ def test_seeds_are_summarized_by_pooled_score_and_task_mean():
     assert abs(s["task_mean_std"] - 0.1) < 1e-12
     no_mean = [{"size_mb": 0.35, "held_out": {"top1": 0.6, "top5": 0.9, "task_mean": None}}]
     assert "task_mean" not in accuracy.summarize_seeds(no_mean)  # no task of enough programs: no mean
+
+
+FIXTURE = ROOT / "tests" / "fixtures" / "ms"  # two tasks: one trains, one is held out
+
+
+def test_stored_seeds_are_reused_and_new_ones_added(tmp_path, monkeypatch):
+    import numpy as np
+
+    trained = []
+
+    def fake_training(arch, data, train_ids, test_ids, args):
+        trained.append((args.seed, args.epochs))
+        scores = np.random.default_rng(args.seed).random(len(data))
+        return {"metrics": accuracy._score(data, test_ids, scores), "size_mb": 0.35, "train_seconds": 1.0,
+                "us_per_candidate": 1.0, "epochs": args.epochs, "best_epoch": None, "refit": False}
+
+    monkeypatch.setattr(accuracy, "torch_model", fake_training)
+    out = tmp_path / "accuracy.json"
+    common = [str(FIXTURE), "--models", "tlp", "--test-fraction", "0.5", "--out", str(out)]
+    accuracy.main(common + ["--seeds", "0"])
+    one = json.loads(out.read_text())["ms"]["tlp"]
+    accuracy.main(common + ["--seeds", "0,1"])
+    assert trained == [(0, 40), (1, 40)]  # seed 0 came from the details file
+    two = json.loads(out.read_text())["ms"]["tlp"]
+    assert two["top1_seeds"][0] == one["top1"] and len(two["top1_seeds"]) == 2
+    accuracy.main(common + ["--seeds", "1", "--epochs", "5"])  # other settings: trained again
+    assert trained[-1] == (1, 5)
