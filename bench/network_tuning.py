@@ -178,7 +178,7 @@ def run_one(network, kind: str, seed: int, args, work: Path) -> dict:
             vm = tvm.relax.VirtualMachine(compile_network(network, db, target), tvm.cpu())
             e2e[str(budget)] = time_calls(run_library(vm, tvm.cpu(), network.inputs))
     run = {"settings": settings, "seconds": report["seconds"], "trials": report["trials"], "curve": report["curve"],
-           "tasks": report["tasks"],
+           "tasks": report["tasks"], "time_split": report["time_split"],
            "end_to_end": e2e, "untuned": full["untuned"], "pytorch_eager": full.get("reference"),
            "max_abs_diff_vs_untuned": full["max_abs_diff_vs_untuned"]}
     write_json(done, run)

@@ -40,6 +40,9 @@ def test_tune_export_load_run_matches_untuned_and_pytorch(tuned):
     assert [t["name"] for t in report["tasks"]] and all(t["best_s"] > 0 for t in report["tasks"])
     assert report["estimated_s"] == pytest.approx(sum(t["weight"] * t["best_s"] for t in report["tasks"]))
     assert report["curve"] and report["curve"][-1][1] == pytest.approx(report["estimated_s"])
+    split = report["time_split"]  # the parts add up to the session (the tiny kernels' runs take ~0 s)
+    assert split["build_s"] > 0 and split["search_s"] > 0 and split["measure_s"] >= 0
+    assert sum(split.values()) == pytest.approx(report["seconds"], abs=0.2)
     e2e = report["end_to_end"]
     for what in ("tuned", "untuned", "reference"):
         assert e2e[what]["median_s"] > 0 and e2e[what]["min_s"] <= e2e[what]["median_s"] <= e2e[what]["max_s"]
@@ -124,6 +127,7 @@ def test_onnx_file_through_the_cli(tmp_path, capfd):
     assert rc == 0
     printed, err = capfd.readouterr()
     assert "onnxruntime (1 threads)" in printed and "compiled library" in printed
+    assert "tuning time with tcl: search " in printed  # where the budget went
     # the terminal gets our progress only: MetaSchedule's logs and TVM's C++ warnings go to files
     assert "[tcl]" in err and "[INFO]" not in err and "Warning" not in err, err
     assert (out / "tcl" / "logs" / "stderr.log").exists()

@@ -47,6 +47,10 @@ def print_summary(reports: dict, out: Path, network) -> None:
         est = f"{r['estimated_s'] * 1e3:.2f}" if r["estimated_s"] is not None else "-"
         e2e = r.get("end_to_end", {})
         print(f"{'tuned with ' + kind:<26}{r['seconds'] / 60:>7.1f}m{r['trials']:>8}{est:>14}   {_ms(e2e.get('tuned'))}")
+    for kind, r in reports.items():
+        if r.get("time_split") and r["seconds"] > 0:
+            print(f"tuning time with {kind}: " + ", ".join(f"{k.removesuffix('_s')} {v / r['seconds']:.0%}"
+                                                         for k, v in r["time_split"].items()))
     e2e = first.get("end_to_end")
     if not e2e:
         return

@@ -5,6 +5,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import time
 
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
@@ -58,6 +59,7 @@ class PersistentBuilder(ms.builder.PyBuilder):
         self.timeout_sec, self.recycle_after = timeout_sec, recycle_after
         self.initializer = initializer  # runs in each worker process (e.g. to pin it to CPUs)
         self._pool, self._built = None, 0
+        self.seconds = 0.0  # spent in build() calls, for a tuning report's time split
 
     def _ensure_pool(self) -> None:
         if self._pool is None or self._built >= self.recycle_after:
@@ -75,6 +77,7 @@ class PersistentBuilder(ms.builder.PyBuilder):
             f.result()
 
     def build(self, build_inputs):
+        start = time.perf_counter()
         self._ensure_pool()
         self._built += len(build_inputs)
         args = [(f_build, None, b.mod, b.target, local_builder._serialize_params(b.params)) for b in build_inputs]
@@ -86,6 +89,7 @@ class PersistentBuilder(ms.builder.PyBuilder):
                 results.append(ms.builder.BuilderResult(None, f"{TIMED_OUT} after {self.timeout_sec} s"))
             else:
                 results.append(ms.builder.BuilderResult(None, f"build failed: {r.value}"))
+        self.seconds += time.perf_counter() - start
         return results
 
     def shutdown(self):

@@ -254,6 +254,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         "curve": [[e["seconds"], e["estimate_s"]] for e in progress.events if e["estimate_s"] is not None],
         "events": progress.events,
     }
+    report["time_split"] = time_split(seconds, builder.seconds, scheduler.join_seconds)
     if hasattr(model, "stats"):
         report["cost_model_stats"] = model.stats
     if measure:
@@ -264,6 +265,14 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
             report["end_to_end"] = end_to_end(network, library, target, threads, prepack_weights)
     write_json(out_dir / "report.json", report)
     return report
+
+
+def time_split(seconds: float, build_s: float, measure_s: float) -> dict:
+    """Where a session's wall time went: building; measuring (waiting for the runs, with the cost
+    model's update and the database writes that follow each batch); and the rest, which is the
+    search (generating and scoring candidates, the cost model's predictions included)."""
+    return {"search_s": round(max(seconds - build_s - measure_s, 0.0), 1), "build_s": round(build_s, 1),
+            "measure_s": round(measure_s, 1)}
 
 
 def log_latency_axis(ax) -> None:

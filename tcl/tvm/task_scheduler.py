@@ -112,6 +112,7 @@ class DeadlineScheduler(ms.task_scheduler.PyTaskScheduler):
         self.rng = np.random.default_rng(seed)
         self.rounds = 0
         self.first_round: list[int] = []
+        self.join_seconds = 0.0  # waiting for runs and their callbacks (cost model update, database)
 
     def _priority(self, i: int) -> float:
         hist = self.progress.history[i]
@@ -129,10 +130,12 @@ class DeadlineScheduler(ms.task_scheduler.PyTaskScheduler):
         scheduler = self._outer()
         records = scheduler.tasks_
         n = len(records)
+        start = time.perf_counter()
         for i in range(n):
             # one batch at a time: the next search and build must not run beside a measurement
             if not records[i].is_terminated and records[i].runner_futures is not None:
                 self.join_running_task(i)
+        self.join_seconds += time.perf_counter() - start
         if self.rounds < n:  # one batch of every task first, heaviest first (weight x FLOPs)
             if self.rounds == 0:
                 # tasks a resumed database already has a program of come last
