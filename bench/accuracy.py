@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 import tcl  # noqa: E402
-from tcl.atomic import save_figure, write_text  # noqa: E402
+from tcl.atomic import locked, save_figure, write_text  # noqa: E402
 from tcl.cli.options import HelpFormatter, non_negative_number  # noqa: E402
 from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, evaluate_predictions, held_out_summary  # noqa: E402
 from tcl.program_data import ProgramData, split_tasks, task_key  # noqa: E402
@@ -168,15 +168,16 @@ def plot(summary, path):
 def write(out, detail_path, summary, details, args):
     """Merges this run's models into the files: results of other models (or of another run
     writing beside this one) are kept."""
-    old = json.loads(out.read_text()) if out.is_file() else {}
-    old_details = json.loads(detail_path.read_text())["platforms"] if detail_path.is_file() else {}
-    for platform, models in summary.items():
-        old.setdefault(platform, {}).update(models)
-        old_details.setdefault(platform, {}).update(details[platform])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_text(out, json.dumps(old, indent=1) + "\n")
-    write_text(detail_path, json.dumps({"platforms": old_details, "settings": vars(args)}, indent=1,
-                                      default=str) + "\n")
+    with locked(out):
+        old = json.loads(out.read_text()) if out.is_file() else {}
+        old_details = json.loads(detail_path.read_text())["platforms"] if detail_path.is_file() else {}
+        for platform, models in summary.items():
+            old.setdefault(platform, {}).update(models)
+            old_details.setdefault(platform, {}).update(details[platform])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_text(out, json.dumps(old, indent=1) + "\n")
+        write_text(detail_path, json.dumps({"platforms": old_details, "settings": vars(args)}, indent=1,
+                                          default=str) + "\n")
     return old
 
 

@@ -74,3 +74,19 @@ def save_figure(fig, path: str | os.PathLike, **savefig_kwargs) -> None:
     """A matplotlib figure saved as PNG, whole or not at all."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", **savefig_kwargs)
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike):
+    """Hold an exclusive lock beside `path` (`path`.lock), waiting for it: for a read-merge-write of
+    one file by processes that run side by side, so that neither drops what the other wrote."""
+    import fcntl
+
+    lock = Path(path).with_name(Path(path).name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tcl import FormatError
-from tcl.atomic import atomic_path, check_writable, write_json
+from tcl.atomic import atomic_path, check_writable, locked, write_json
 from tcl.cli import main
 from tcl.packing import DatasetBusy, dataset_lock, is_packed, pack_dataset
 from tcl.records import RECORD_FILE, read
@@ -34,6 +34,27 @@ def test_interrupted_write_keeps_the_old_file(tmp_path):
             raise KeyboardInterrupt  # as a kill in the middle of the write
     assert out.read_text() == '{\n "good": 1\n}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left
+
+
+def test_merges_side_by_side_take_turns(tmp_path):
+    """Two writers merging into one file: the second reads only after the first has written."""
+    import threading
+    import time
+
+    out, order = tmp_path / "summary.json", []
+
+    def merge(name, hold):
+        with locked(out):
+            order.append(f"{name} in")
+            time.sleep(hold)
+            order.append(f"{name} out")
+
+    first = threading.Thread(target=merge, args=("a", 0.3))
+    first.start()
+    time.sleep(0.1)
+    merge("b", 0)
+    first.join()
+    assert order == ["a in", "a out", "b in", "b out"]
 
 
 def test_written_files_get_the_usual_permissions(tmp_path):
