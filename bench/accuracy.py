@@ -173,12 +173,23 @@ def write(out, detail_path, summary, details, args):
         old_details = json.loads(detail_path.read_text())["platforms"] if detail_path.is_file() else {}
         for platform, models in summary.items():
             old.setdefault(platform, {}).update(models)
-            old_details.setdefault(platform, {}).update(details[platform])
+            for name, entry in details[platform].items():
+                kept = other_seeds(old_details.get(platform, {}).get(name, {}), entry.get("seeds", []))
+                old_details.setdefault(platform, {})[name] = {**entry, "seeds": entry.get("seeds", []) + kept}
         out.parent.mkdir(parents=True, exist_ok=True)
         write_text(out, json.dumps(old, indent=1) + "\n")
         write_text(detail_path, json.dumps({"platforms": old_details, "settings": vars(args)}, indent=1,
                                           default=str) + "\n")
     return old
+
+
+def other_seeds(stored: dict, runs: list) -> list:
+    """The stored runs of a platform and model that an entry of `runs` should keep: other seeds made
+    with the same settings (a run that trained only some seeds, or one beside it, drops none)."""
+    settings = {r.get("settings") and json.dumps(r["settings"], sort_keys=True) for r in runs}
+    seeds = {r["seed"] for r in runs}
+    return [r for r in stored.get("seeds", []) if r["seed"] not in seeds and r.get("settings")
+            and json.dumps(r["settings"], sort_keys=True) in settings]
 
 
 def summarize_seeds(runs) -> dict:

@@ -83,3 +83,26 @@ def test_stored_seeds_are_reused_and_new_ones_added(tmp_path, monkeypatch):
     assert two["top1_seeds"][0] == one["top1"] and len(two["top1_seeds"]) == 2
     accuracy.main(common + ["--seeds", "1", "--epochs", "5"])  # other settings: trained again
     assert trained[-1] == (1, 5)
+
+
+def test_runs_of_some_seeds_keep_the_other_stored_seeds(tmp_path, monkeypatch):
+    """Seeds trained by separate invocations (side by side, say) end up together in the details."""
+    import numpy as np
+
+    trained = []
+
+    def fake_training(arch, data, train_ids, test_ids, args):
+        trained.append(args.seed)
+        return {"metrics": accuracy._score(data, test_ids, np.random.default_rng(args.seed).random(len(data))),
+                "size_mb": 0.35, "train_seconds": 1.0, "us_per_candidate": 1.0}
+
+    monkeypatch.setattr(accuracy, "torch_model", fake_training)
+    out = tmp_path / "accuracy.json"
+    common = [str(FIXTURE), "--models", "tlp", "--out", str(out)]  # the fixture's split: no seed in it
+    accuracy.main(common + ["--seeds", "2"])
+    accuracy.main(common + ["--seeds", "0"])
+    details = json.loads((tmp_path / "accuracy_details.json").read_text())["platforms"]["ms"]["tlp"]
+    assert sorted(r["seed"] for r in details["seeds"]) == [0, 2]
+    accuracy.main(common + ["--seeds", "0,2"])
+    assert trained == [2, 0]  # both stored
+    assert len(json.loads(out.read_text())["ms"]["tlp"]["top1_seeds"]) == 2
