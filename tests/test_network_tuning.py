@@ -40,8 +40,8 @@ def test_tune_export_load_run_matches_untuned_and_pytorch(tuned):
     assert [t["name"] for t in report["tasks"]] and all(t["best_s"] > 0 for t in report["tasks"])
     assert report["estimated_s"] == pytest.approx(sum(t["weight"] * t["best_s"] for t in report["tasks"]))
     assert report["curve"] and report["curve"][-1][1] == pytest.approx(report["estimated_s"])
-    split = report["time_split"]  # the parts add up to the session (the tiny kernels' runs take ~0 s)
-    assert split["build_s"] > 0 and split["search_s"] > 0 and split["measure_s"] >= 0
+    split = report["time_split"]  # every part was spent, and together they are the session
+    assert split["build_s"] > 0 and split["search_s"] > 0 and split["measure_s"] > 0
     assert sum(split.values()) == pytest.approx(report["seconds"], abs=0.2)
     e2e = report["end_to_end"]
     for what in ("tuned", "untuned", "reference"):

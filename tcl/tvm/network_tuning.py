@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import tvm
+from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
 from ..atomic import atomic_path, save_figure, write_json
@@ -221,9 +222,9 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     _say(stream, f"{network.name}: {len(contexts)} tasks; tuning with {cost_model} for {budget}"
          + (f", resuming from {prior_records} measured programs" if prior_records else ""))
     builder = make_builder(max_workers=threads)
-    runner = make_runner(tracker_host=tracker[0] if tracker else None,
-                         tracker_port=tracker[1] if tracker else None, tracker_key=key,
-                         **({"cache_flush": True, "repeat": FLUSHED_REPEATS} if cache_flush else {}))
+    runner = TimedRunner(make_runner(tracker_host=tracker[0] if tracker else None,
+                                     tracker_port=tracker[1] if tracker else None, tracker_key=key,
+                                     **({"cache_flush": True, "repeat": FLUSHED_REPEATS} if cache_flush else {})))
     try:
         with quiet_warnings(), native_output_to(out_dir / "logs" / "stderr.log") as real_stderr:
             start = time.perf_counter()
@@ -254,7 +255,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         "curve": [[e["seconds"], e["estimate_s"]] for e in progress.events if e["estimate_s"] is not None],
         "events": progress.events,
     }
-    report["time_split"] = time_split(seconds, builder.seconds, scheduler.join_seconds)
+    report["time_split"] = time_split(seconds, builder.seconds, runner.seconds + scheduler.join_seconds)
     if hasattr(model, "stats"):
         report["cost_model_stats"] = model.stats
     if measure:
@@ -265,6 +266,23 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
             report["end_to_end"] = end_to_end(network, library, target, threads, prepack_weights)
     write_json(out_dir / "report.json", report)
     return report
+
+
+@derived_object
+class TimedRunner(ms.runner.PyRunner):
+    """A runner that counts the seconds spent in its inner runner's run(): LocalRunner runs the
+    programs there; an RPC runner's runs are waited for when the scheduler joins them."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.seconds = inner, 0.0
+
+    def run(self, runner_inputs):
+        start = time.perf_counter()
+        try:
+            return self.inner.run(runner_inputs)
+        finally:
+            self.seconds += time.perf_counter() - start
 
 
 def time_split(seconds: float, build_s: float, measure_s: float) -> dict:
