@@ -108,6 +108,19 @@ def test_minutes_budget_ends_the_session(tmp_path):
     assert "Evolve iter #0" in log and "Evolve iter #1" not in log
 
 
+def test_a_build_past_the_tuning_timeout_is_a_failed_candidate_not_a_stall(tmp_path, capsys):
+    net = from_torch(tiny_module(), (torch.randn(1, 32),), "tiny")
+    report = tune_network(net, tmp_path, trials=4, target=TARGET, trials_per_iter=4, measure=False,
+                          search={"population_size": 32, "genetic_num_iters": 1}, build_timeout_sec=0.001)
+    assert report["trials"] == 4 and report["builds_timed_out"] == 4
+    # no latency comes from a program that was never built
+    assert all(t["best_s"] is None for t in report["tasks"]) and report["estimated_s"] is None
+    from tcl.cli.tvm_commands import print_summary
+
+    print_summary({"tcl": report}, tmp_path, net)
+    assert "(4 candidates dropped: build over 0.001 s)" in capsys.readouterr().out
+
+
 def test_onnx_file_through_the_cli(tmp_path, capfd):
     from tcl.cli import main
 

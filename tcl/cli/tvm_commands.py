@@ -49,8 +49,10 @@ def print_summary(reports: dict, out: Path, network) -> None:
         print(f"{'tuned with ' + kind:<26}{r['seconds'] / 60:>7.1f}m{r['trials']:>8}{est:>14}   {_ms(e2e.get('tuned'))}")
     for kind, r in reports.items():
         if r.get("time_split") and r["seconds"] > 0:
+            dropped = r.get("builds_timed_out", 0)
             print(f"tuning time with {kind}: " + ", ".join(f"{k.removesuffix('_s')} {v / r['seconds']:.0%}"
-                                                         for k, v in r["time_split"].items()))
+                                                         for k, v in r["time_split"].items())
+                  + (f" ({dropped} candidates dropped: build over {r['build_timeout_s']:g} s)" if dropped else ""))
     e2e = first.get("end_to_end")
     if not e2e:
         return

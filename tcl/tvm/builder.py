@@ -60,6 +60,7 @@ class PersistentBuilder(ms.builder.PyBuilder):
         self.initializer = initializer  # runs in each worker process (e.g. to pin it to CPUs)
         self._pool, self._built = None, 0
         self.seconds = 0.0  # spent in build() calls, for a tuning report's time split
+        self.timed_out = 0  # builds stopped by the timeout
 
     def _ensure_pool(self) -> None:
         if self._pool is None or self._built >= self.recycle_after:
@@ -86,6 +87,7 @@ class PersistentBuilder(ms.builder.PyBuilder):
             if r.status == StatusKind.COMPLETE:
                 results.append(ms.builder.BuilderResult(r.value, None))
             elif r.status == StatusKind.TIMEOUT:
+                self.timed_out += 1
                 results.append(ms.builder.BuilderResult(None, f"{TIMED_OUT} after {self.timeout_sec} s"))
             else:
                 results.append(ms.builder.BuilderResult(None, f"build failed: {r.value}"))

@@ -26,7 +26,8 @@ from ..atomic import atomic_path, save_figure, write_json
 from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
 from .console import native_output_to, quiet_tvm_console, quiet_warnings
 from .network_import import Network
-from .network_tuning_config import CACHE_FLUSH, FLUSHED_REPEATS, PREPACK_WEIGHTS, SEARCH, TRIALS_PER_ITER
+from .network_tuning_config import (BUILD_TIMEOUT_SEC, CACHE_FLUSH, FLUSHED_REPEATS, PREPACK_WEIGHTS, SEARCH,
+                                    TRIALS_PER_ITER)
 from .networks import extract_tasks, fused_module
 from .task_scheduler import DeadlineScheduler, TuningProgress
 from .tune import make_cost_model, tuned_platform
@@ -182,13 +183,15 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
                  key: str | None = None, trials_per_iter: int = TRIALS_PER_ITER, seed: int = 0, mlp_data=None,
                  explore: float | None = None, search: dict | None = None, measure: bool = True, stream=None,
                  label: str | None = None, platform_info: dict | None = None,
-                 prepack_weights: bool = PREPACK_WEIGHTS, cache_flush: bool = CACHE_FLUSH) -> dict:
+                 prepack_weights: bool = PREPACK_WEIGHTS, cache_flush: bool = CACHE_FLUSH,
+                 build_timeout_sec: float = BUILD_TIMEOUT_SEC) -> dict:
     """Tunes every task of `network` within the budget (minutes and/or trials, at least one), writes
     out_dir/{db, logs, network.so, report.json} and returns the report. `search`: keyword arguments
     of MetaSchedule's EvolutionarySearch (population_size, genetic_num_iters, ...); default SEARCH.
     platform_info: an RPC device's hardware (tcl.tvm.tune.tuned_platform). prepack_weights: the tuned
     programs may choose their weights' layout (networks.fused_module). cache_flush: the runner times
-    each program from flushed caches (builder.make_runner)."""
+    each program from flushed caches (builder.make_runner). build_timeout_sec: a candidate whose build
+    takes longer is recorded as failed."""
     from .collect_session import check_rpc
     from .targets import parse_target
 
@@ -221,7 +224,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     budget = " and ".join(([f"{minutes:g} min"] if minutes else []) + ([f"{trials} trials"] if trials else []))
     _say(stream, f"{network.name}: {len(contexts)} tasks; tuning with {cost_model} for {budget}"
          + (f", resuming from {prior_records} measured programs" if prior_records else ""))
-    builder = make_builder(max_workers=threads)
+    builder = make_builder(max_workers=threads, timeout_sec=build_timeout_sec)
     runner = TimedRunner(make_runner(tracker_host=tracker[0] if tracker else None,
                                      tracker_port=tracker[1] if tracker else None, tracker_key=key,
                                      **({"cache_flush": True, "repeat": FLUSHED_REPEATS} if cache_flush else {})))
@@ -256,6 +259,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         "events": progress.events,
     }
     report["time_split"] = time_split(seconds, builder.seconds, runner.seconds + scheduler.join_seconds)
+    report["build_timeout_s"], report["builds_timed_out"] = build_timeout_sec, builder.timed_out
     if hasattr(model, "stats"):
         report["cost_model_stats"] = model.stats
     if measure:

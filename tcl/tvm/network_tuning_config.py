@@ -15,3 +15,7 @@ PREPACK_WEIGHTS = True
 # (docs/results.md#network_tuning). Off: TVM's default, repeated calls on warm caches.
 CACHE_FLUSH = True
 FLUSHED_REPEATS = 5
+# A candidate whose build takes longer is dropped as a failed program. Builds normally take well under
+# a second; the few that take minutes (e.g. some layouts of the 3-channel 7x7 stem convolution) are of
+# slow programs, and a batch of them would hold the whole session (docs/results.md#network_tuning).
+BUILD_TIMEOUT_SEC = 10.0
