@@ -50,7 +50,7 @@ import numpy as np
 from tcl.atomic import save_figure, write_json
 from tcl.cli.options import HelpFormatter
 from tcl.tvm.network_tuning import log_latency_axis
-from tcl.tvm.network_tuning_config import CACHE_FLUSH, PREPACK_WEIGHTS, SEARCH, TRIALS_PER_ITER
+from tcl.tvm.network_tuning_config import CACHE_FLUSH, PREPACK_WEIGHTS, TRIALS_PER_ITER, default_search
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "network_tuning.json"
@@ -123,7 +123,7 @@ def run_settings(network, kind: str, args) -> dict:
 
     settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
                 "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter,
-                "search": args.search.get(kind, SEARCH),
+                "search": args.search.get(kind, default_search(cost_model_of(kind)[0])),
                 "network": str(tvm_ffi.structural_hash(network.mod)),  # the module as imported and tuned
                 "prepack_weights": PREPACK_WEIGHTS}
     cost_model, flush = cost_model_of(kind)
@@ -435,7 +435,7 @@ def main(argv=None) -> int:
     work = Path(args.work)
     results = {"settings": {"minutes": args.minutes, "budgets": args.budgets, "seeds": args.seeds,
                             "target": args.target, "trials_per_iter": args.trials_per_iter,
-                            "search": {k: args.search.get(k, SEARCH) for k, _ in plan}},
+                            "search": {k: args.search.get(k, default_search(cost_model_of(k)[0])) for k, _ in plan}},
                "networks": {}}
     names = [n for n in args.networks.split(",") if n]
     from tcl.tvm.hardware import detect_host, platform_name

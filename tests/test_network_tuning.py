@@ -14,7 +14,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 
 from tcl.tvm.network_import import from_onnx, from_torch, parse_shapes  # noqa: E402
-from tcl.tvm.network_tuning import SEARCH, load_library, outputs, run_library, tune_network  # noqa: E402
+from tcl.tvm.network_tuning import load_library, outputs, run_library, tune_network  # noqa: E402
+from tcl.tvm.network_tuning_config import TCL_SEARCH  # noqa: E402
 
 pytestmark = pytest.mark.slow
 TARGET = '{"kind": "llvm", "num-cores": 1}'
@@ -36,7 +37,7 @@ def tuned(tmp_path_factory):
 
 def test_tune_export_load_run_matches_untuned_and_pytorch(tuned):
     out, net, module, report = tuned
-    assert report["trials"] == 16 and report["search"] == SEARCH
+    assert report["trials"] == 16 and report["search"] == TCL_SEARCH
     assert [t["name"] for t in report["tasks"]] and all(t["best_s"] > 0 for t in report["tasks"])
     assert report["estimated_s"] == pytest.approx(sum(t["weight"] * t["best_s"] for t in report["tasks"]))
     assert report["curve"] and report["curve"][-1][1] == pytest.approx(report["estimated_s"])

@@ -26,8 +26,8 @@ from ..atomic import atomic_path, save_figure, write_json
 from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
 from .console import native_output_to, quiet_tvm_console, quiet_warnings
 from .network_import import Network
-from .network_tuning_config import (BUILD_TIMEOUT_SEC, CACHE_FLUSH, FLUSHED_REPEATS, PREPACK_WEIGHTS, SEARCH,
-                                    TRIALS_PER_ITER)
+from .network_tuning_config import (BUILD_TIMEOUT_SEC, CACHE_FLUSH, FLUSHED_REPEATS, PREPACK_WEIGHTS,
+                                    TRIALS_PER_ITER, default_search)
 from .networks import extract_tasks, fused_module
 from .task_scheduler import DeadlineScheduler, TuningProgress
 from .tune import make_cost_model, tuned_platform
@@ -187,7 +187,8 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
                  build_timeout_sec: float = BUILD_TIMEOUT_SEC) -> dict:
     """Tunes every task of `network` within the budget (minutes and/or trials, at least one), writes
     out_dir/{db, logs, network.so, report.json} and returns the report. `search`: keyword arguments
-    of MetaSchedule's EvolutionarySearch (population_size, genetic_num_iters, ...); default SEARCH.
+    of MetaSchedule's EvolutionarySearch (population_size, genetic_num_iters, ...); default: the cost
+    model's own (network_tuning_config.default_search).
     platform_info: an RPC device's hardware (tcl.tvm.tune.tuned_platform). prepack_weights: the tuned
     programs may choose their weights' layout (networks.fused_module). cache_flush: the runner times
     each program from flushed caches (builder.make_runner). build_timeout_sec: a candidate whose build
@@ -203,7 +204,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
         raise ValueError(f"trials must be >= 1, got {trials}")
     target = parse_target(target) if target is not None else default_target()
     threads = int(target.attrs.get("num-cores", 1))
-    search = SEARCH if search is None else search
+    search = default_search(cost_model) if search is None else search
     tracker = check_rpc(rpc, key)
     import_cpu_tensor_intrin()
     out_dir = Path(out_dir)

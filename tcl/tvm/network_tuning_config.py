@@ -2,10 +2,12 @@
 
 DEFAULT_MINUTES = 6.0  # tuning budget of `tcl tune` when neither --minutes nor --trials is given
 TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the scheduler move between tasks often
-# EvolutionarySearch settings for every cost model: searching is most of a batch's wall time, and a
-# smaller search than TVM's default (population 512, 4 generations) buys more measured programs per
-# minute, which outweighs its poorer picks (docs/results.md#network_tuning).
+# EvolutionarySearch settings: searching is most of a batch's wall time, and a smaller search than
+# TVM's default (population 512, 4 generations) buys more measured programs per minute, which
+# outweighs its poorer picks. TCL's pretrained ranking gets by with half the population of TVM's cost
+# models, which learn from nothing (docs/results.md#network_tuning).
 SEARCH = {"population_size": 256, "genetic_num_iters": 2}
+TCL_SEARCH = {"population_size": 128, "genetic_num_iters": 2}
 # Weights are constants: tuned programs may read them in a blocked layout of their own, converted once
 # at compile time (docs/results.md#network_tuning).
 PREPACK_WEIGHTS = True
@@ -19,3 +21,8 @@ FLUSHED_REPEATS = 5
 # a second; the few that take minutes (e.g. some layouts of the 3-channel 7x7 stem convolution) are of
 # slow programs, and a batch of them would hold the whole session (docs/results.md#network_tuning).
 BUILD_TIMEOUT_SEC = 10.0
+
+
+def default_search(cost_model: str) -> dict:
+    """The EvolutionarySearch settings a cost model tunes with unless told otherwise."""
+    return TCL_SEARCH if cost_model == "tcl" else SEARCH

@@ -1,0 +1,42 @@
+"""bench/search_size.py's bookkeeping: variant names, the estimate read off a run's curve, and a stored
+run reused only when its settings match."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("bench_search_size", ROOT / "bench" / "search_size.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_a_variant_names_the_cost_model_search_and_batch():
+    v = bench.parse_variant("tcl:128x2")
+    assert v == {"cost_model": "tcl", "population_size": 128, "genetic_num_iters": 2, "trials_per_iter": 16}
+    assert bench.variant_name(bench.parse_variant("xgb:256x4/32")) == "xgb:256x4/32"
+    with pytest.raises(Exception, match="MODEL:POPxGENS"):
+        bench.parse_variant("tcl-128")
+
+
+def test_the_estimate_at_a_time_is_the_last_one_before_it():
+    curve = [[100.0, 0.05], [150.0, 0.045], [400.0, 0.04]]
+    assert bench.estimate_at(curve, 60) is None  # not every task had a program yet
+    assert bench.estimate_at(curve, 180) == 45.0 and bench.estimate_at(curve, 400) == 40.0
+
+
+def test_a_stored_run_is_reused_only_with_the_same_settings(tmp_path, monkeypatch):
+    v = bench.parse_variant("xgb:256x2")
+    monkeypatch.setattr(bench, "run_settings", lambda v, seed, minutes, network: {**v, "seed": seed})
+    out = tmp_path / "xgb-256x2-b16-s0"
+    out.mkdir()
+    report = {"seconds": 360.0, "trials": 400, "time_split": {}, "builds_timed_out": 0,
+              "events": [{"seconds": 200.0, "estimate_s": 0.05}], "curve": [[200.0, 0.05]]}
+    (out / "report.json").write_text(json.dumps(report))
+    (out / "bench_settings.json").write_text(json.dumps({**v, "seed": 0}))
+    args = type("A", (), {"work": str(tmp_path), "minutes": 6.0, "network": "resnet18"})
+    run = bench.run_one(v, 0, args)
+    assert run["trials"] == 400 and run["every_task_measured_s"] == 200.0
+    assert run["estimated_ms"] == {"1": None, "2": None, "3": None, "4": 50.0, "5": 50.0, "6": 50.0}
