@@ -5,7 +5,7 @@ TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the sched
 # EvolutionarySearch settings: searching is most of a batch's wall time, and a smaller search than
 # TVM's default (population 512, 4 generations) buys more measured programs per minute, which
 # outweighs its poorer picks. TCL's pretrained ranking gets by with half the population of TVM's cost
-# models, which learn from nothing (docs/results.md#network_tuning).
+# models, which learn from nothing (docs/results.md#search_size).
 SEARCH = {"population_size": 256, "genetic_num_iters": 2}
 TCL_SEARCH = {"population_size": 128, "genetic_num_iters": 2}
 # Weights are constants: tuned programs may read them in a blocked layout of their own, converted once
@@ -18,8 +18,8 @@ PREPACK_WEIGHTS = True
 CACHE_FLUSH = True
 FLUSHED_REPEATS = 5
 # A candidate whose build takes longer is dropped as a failed program. Builds normally take well under
-# a second; the few that take minutes (e.g. some layouts of the 3-channel 7x7 stem convolution) are of
-# slow programs, and a batch of them would hold the whole session (docs/results.md#network_tuning).
+# a second; a batch with a few that take a minute or more (e.g. some layouts of the 3-channel 7x7 stem
+# convolution) would hold the whole session (docs/results.md#search_size).
 BUILD_TIMEOUT_SEC = 10.0
 
 
