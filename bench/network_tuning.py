@@ -114,6 +114,11 @@ def cost_model_of(kind: str) -> tuple[str, bool]:
     return kind.removesuffix(WARM), CACHE_FLUSH and not kind.endswith(WARM)
 
 
+def search_of(kind: str, args) -> dict:
+    """The EvolutionarySearch settings of a run kind: --search's, else its cost model's default."""
+    return args.search.get(kind, default_search(cost_model_of(kind)[0]))
+
+
 def run_settings(network, kind: str, args) -> dict:
     """What a stored run must have been made with to be reused."""
     import tvm_ffi
@@ -123,7 +128,7 @@ def run_settings(network, kind: str, args) -> dict:
 
     settings = {"minutes": args.minutes, "budgets": args.budgets, "target": args.target,
                 "host": platform_name(detect_host()), "trials_per_iter": args.trials_per_iter,
-                "search": args.search.get(kind, default_search(cost_model_of(kind)[0])),
+                "search": search_of(kind, args),
                 "network": str(tvm_ffi.structural_hash(network.mod)),  # the module as imported and tuned
                 "prepack_weights": PREPACK_WEIGHTS}
     cost_model, flush = cost_model_of(kind)
@@ -435,7 +440,7 @@ def main(argv=None) -> int:
     work = Path(args.work)
     results = {"settings": {"minutes": args.minutes, "budgets": args.budgets, "seeds": args.seeds,
                             "target": args.target, "trials_per_iter": args.trials_per_iter,
-                            "search": {k: args.search.get(k, default_search(cost_model_of(k)[0])) for k, _ in plan}},
+                            "search": {k: search_of(k, args) for k, _ in plan}},
                "networks": {}}
     names = [n for n in args.networks.split(",") if n]
     from tcl.tvm.hardware import detect_host, platform_name
