@@ -233,13 +233,16 @@ def pytorch_op_seconds(module, x: tuple, threads: int, iterations: int = 20) -> 
 
 def matching_op(operands: list, op_seconds: dict):
     """The PyTorch conv/linear/matmul op whose data and weight shapes are the task's (a 2-D weight
-    may be stored transposed on one side), or None."""
+    may be stored transposed on one side; a convolution tuned in NHWC has NHWC data and OHWI weights,
+    PyTorch's are NCHW and OIHW), or None."""
     if len(operands) < 2:
         return None
     data, weight = tuple(operands[0]), tuple(operands[1])
-    weights = {weight, weight[::-1]} if len(weight) == 2 else {weight}
+    pairs = {(data, w) for w in ({weight, weight[::-1]} if len(weight) == 2 else {weight})}
+    if len(data) == len(weight) == 4:
+        pairs.add(tuple(tuple(s[i] for i in (0, 3, 1, 2)) for s in (data, weight)))
     for name, shapes in op_seconds:
-        if any(k in name for k in MATMUL_OP) and len(shapes) == 2 and shapes[0] == data and shapes[1] in weights:
+        if any(k in name for k in MATMUL_OP) and len(shapes) == 2 and tuple(shapes) in pairs:
             return name, shapes
     return None
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from tcl.atomic import write_json
 from tcl.cli.options import HelpFormatter
+from tcl.tvm.network_tuning_config import CONV_LAYOUT
 
 RESULT = Path(__file__).resolve().parent / "results" / "search_size.json"
 VARIANTS = "tcl:128x2,tcl:256x2,tcl:64x2,tcl:256x4,tcl:256x2/32,xgb:256x2,xgb:128x2"
@@ -50,7 +51,8 @@ def run_settings(v: dict, seed: int, minutes: float, network: str) -> dict:
     from tcl.runtime import model_sha256
     from tcl.tvm.hardware import detect_host, platform_name
 
-    settings = {**v, "seed": seed, "minutes": minutes, "network": network, "host": platform_name(detect_host())}
+    settings = {**v, "seed": seed, "minutes": minutes, "network": network, "conv_layout": CONV_LAYOUT,
+                "host": platform_name(detect_host())}
     if v["cost_model"] == "tcl":
         settings["model_sha256"] = model_sha256()
     return settings

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import FormatError, MissingDependencyError
 from ..tvm.catalog import NETWORK_NAMES
-from ..tvm.network_tuning_config import CACHE_FLUSH, DEFAULT_MINUTES, PREPACK_WEIGHTS
+from ..tvm.network_tuning_config import CACHE_FLUSH, CONV_LAYOUT, CONV_LAYOUTS, DEFAULT_MINUTES, PREPACK_WEIGHTS
 from .options import add_field, add_seed, config_from_args, fraction, json_object_file, names, positive, with_default
 
 COST_MODELS = ("tcl", "xgb", "mlp", "random")
@@ -79,8 +79,9 @@ def _network(args):
     from ..tvm import network_import as ni
 
     if args.onnx:
-        return ni.from_onnx(args.onnx, ni.parse_shapes(args.input_shape) if args.input_shape else None)
-    return ni.from_builtin(args.network)
+        return ni.from_onnx(args.onnx, ni.parse_shapes(args.input_shape) if args.input_shape else None,
+                            conv_layout=args.conv_layout)
+    return ni.from_builtin(args.network, conv_layout=args.conv_layout)
 
 
 def run_tune(args):
@@ -215,6 +216,9 @@ def add_tune(sub):
                                      "this host's; with --rpc, the platform the model was exported with"))
     u.add_argument("--out", default="tune-out", help=with_default("output directory"))
     add_seed(u, "the search")
+    u.add_argument("--conv-layout", choices=CONV_LAYOUTS, default=CONV_LAYOUT,
+                   help=with_default("data layout the network's 2-D convolutions are tuned and compiled in (NHWC "
+                                     "vectorises over channels; NCHW is the layout PyTorch and ONNX give)"))
     u.add_argument("--prepack-weights", action=argparse.BooleanOptionalAction, default=PREPACK_WEIGHTS,
                    help=with_default("each tuned program may read the weights in a blocked layout of its own, "
                                      "converted once at compile time; --no-prepack-weights keeps the network's "

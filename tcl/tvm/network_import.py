@@ -19,6 +19,7 @@ import numpy as np
 import tvm
 
 from ..errors import FormatError
+from .network_tuning_config import CONV_LAYOUT, CONV_LAYOUTS
 
 
 @dataclass
@@ -45,9 +46,10 @@ def bind_weights(mod: tvm.IRModule, params: list | None) -> tvm.IRModule:
     return relax.transform.BindParams("main", dict(zip(weights, params)))(mod)
 
 
-def for_inference(mod: tvm.IRModule, params: list | None) -> tvm.IRModule:
+def for_inference(mod: tvm.IRModule, params: list | None, conv_layout: str = CONV_LAYOUT) -> tvm.IRModule:
     """The imported module as it is tuned and compiled: weights bound, every batch norm that follows a
-    convolution folded into its weights and bias, the other batch norms decomposed. Decomposed
+    convolution folded into its weights and bias, the other batch norms decomposed, 2-D
+    convolutions in `conv_layout` (with_conv_layout). Decomposed
     first, a batch norm leaves a chain of elementwise ops that FuseOps does not join to the
     activation after it, which then runs as a task of its own; folded, the convolution, its bias and
     the activation are one task."""
@@ -56,7 +58,41 @@ def for_inference(mod: tvm.IRModule, params: list | None) -> tvm.IRModule:
     mod = bind_weights(mod, params)
     mod["main"] = _conv_bias_into_batch_norm(mod["main"])
     mod = relax.transform.FoldBatchnormToConv2D()(mod)
-    return relax.transform.DecomposeOpsForInference()(mod)
+    return with_conv_layout(relax.transform.DecomposeOpsForInference()(mod), conv_layout)
+
+
+def with_conv_layout(mod: tvm.IRModule, layout: str) -> tvm.IRModule:
+    """Every 2-D convolution of main in `layout` (NHWC: OHWI weights; NCHW: OIHW), the data permuted
+    around each one where its neighbours keep the other layout. Constants are folded first: the
+    layout pass fails on the unfolded arithmetic a folded batch norm leaves, and the permuted weights
+    fold into new constants after it."""
+    from tvm import relax
+
+    if layout not in CONV_LAYOUTS:
+        raise ValueError(f"unknown convolution layout {layout!r}; known: {', '.join(CONV_LAYOUTS)}")
+    kernel = {"NHWC": "OHWI", "NCHW": "OIHW"}[layout]
+    if layout != "NCHW":  # as imported, the module stays as it is (the datasets' network tasks are NCHW)
+        mod["main"] = _clip_as_max_min(mod["main"])
+    with tvm.transform.PassContext(opt_level=3):
+        return tvm.transform.Sequential([
+            relax.transform.FoldConstant(),
+            relax.transform.ConvertLayout({"relax.nn.conv2d": [layout, kernel]}),
+            relax.transform.FoldConstant(),
+        ])(mod)
+
+
+def _clip_as_max_min(func):
+    """clip(x, lo, hi) -> minimum(maximum(x, lo), hi): Relax's layout pass has no rule for clip (ReLU6),
+    so it would permute the data back to NCHW around every clip; max and min follow their input's layout."""
+    from tvm import relax
+    from tvm.relax.dpl import is_op, rewrite_call, wildcard
+
+    def rewrite(expr, m):
+        x, lo, hi = expr.args
+        dtype = x.ty.dtype
+        low = relax.op.maximum(x, relax.const(float(lo.value), dtype))
+        return relax.op.minimum(low, relax.const(float(hi.value), dtype))
+    return rewrite_call(is_op("relax.clip")(wildcard(), wildcard(), wildcard()), rewrite, func)
 
 
 def _conv_bias_into_batch_norm(func):
@@ -97,8 +133,9 @@ def _torch_reference(module, example_inputs):
     return ("PyTorch eager", make)
 
 
-def from_torch(module, example_inputs: tuple, name: str = "torch_module") -> Network:
-    """A torch.nn.Module and a tuple of example input tensors (their shapes are the ones compiled)."""
+def from_torch(module, example_inputs: tuple, name: str = "torch_module", conv_layout: str = CONV_LAYOUT) -> Network:
+    """A torch.nn.Module and a tuple of example input tensors (their shapes are the ones compiled);
+    2-D convolutions in `conv_layout`."""
     import torch
     from tvm import relax
     from tvm.relax.frontend.torch import from_exported_program
@@ -111,12 +148,12 @@ def from_torch(module, example_inputs: tuple, name: str = "torch_module") -> Net
         ep = torch.export.export(module, example_inputs)
         mod = from_exported_program(ep, keep_params_as_input=True)
     mod, params = relax.frontend.detach_params(mod)
-    return Network(name, for_inference(mod, params.get("main")), [t.numpy() for t in example_inputs],
+    return Network(name, for_inference(mod, params.get("main"), conv_layout), [t.numpy() for t in example_inputs],
                    _torch_reference(module, example_inputs))
 
 
-def from_builtin(name: str, batch: int = 1) -> Network:
-    """One of tcl.tvm.networks.NETWORKS (random weights, seed 0)."""
+def from_builtin(name: str, batch: int = 1, conv_layout: str = CONV_LAYOUT) -> Network:
+    """One of tcl.tvm.networks.NETWORKS (random weights, seed 0); 2-D convolutions in `conv_layout`."""
     import torch
 
     from .networks import NETWORKS, SWEEP, UnknownNetworkError
@@ -126,7 +163,7 @@ def from_builtin(name: str, batch: int = 1) -> Network:
                                   "not a network)")
     make, inputs = NETWORKS[name]
     torch.manual_seed(0)
-    return from_torch(make(), inputs(batch), name)
+    return from_torch(make(), inputs(batch), name, conv_layout)
 
 
 def parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
@@ -143,9 +180,11 @@ def parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
 _ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 11: "float64"}
 
 
-def from_onnx(path, shapes: dict[str, tuple[int, ...]] | None = None, seed: int = 0) -> Network:
+def from_onnx(path, shapes: dict[str, tuple[int, ...]] | None = None, seed: int = 0,
+              conv_layout: str = CONV_LAYOUT) -> Network:
     """An ONNX file; `shapes` fixes the inputs whose dimensions the file leaves symbolic (every input
-    must end with a static shape). Example inputs are random in each input's dtype."""
+    must end with a static shape). Example inputs are random in each input's dtype. 2-D convolutions
+    in `conv_layout`."""
     import onnx
     from tvm import relax
     from tvm.relax.frontend.onnx import from_onnx as relax_from_onnx
@@ -194,12 +233,14 @@ def from_onnx(path, shapes: dict[str, tuple[int, ...]] | None = None, seed: int 
         sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         feed = dict(zip(names, inputs))
         return lambda: sess.run(None, feed)
-    return Network(path.stem, for_inference(mod, params.get("main")), inputs, ("onnxruntime", make), names)
+    return Network(path.stem, for_inference(mod, params.get("main"), conv_layout), inputs, ("onnxruntime", make),
+                   names)
 
 
 def from_relax(mod: tvm.IRModule, inputs: list[np.ndarray], params: list | None = None,
-               name: str = "relax_module") -> Network:
-    """A Relax IRModule whose main takes `inputs` (then the weights `params`, if not bound yet)."""
+               name: str = "relax_module", conv_layout: str = CONV_LAYOUT) -> Network:
+    """A Relax IRModule whose main takes `inputs` (then the weights `params`, if not bound yet); 2-D
+    convolutions in `conv_layout`."""
     if "main" not in [g.name_hint for g in mod.get_global_vars()]:
         raise ValueError("the Relax module has no main function")
-    return Network(name, bind_weights(mod, params), [np.asarray(x) for x in inputs])
+    return Network(name, with_conv_layout(bind_weights(mod, params), conv_layout), [np.asarray(x) for x in inputs])

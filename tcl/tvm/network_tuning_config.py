@@ -8,6 +8,11 @@ TRIALS_PER_ITER = 16  # programs measured per batch: small batches let the sched
 # models, which learn from nothing (docs/results.md#search_size).
 SEARCH = {"population_size": 256, "genetic_num_iters": 2}
 TCL_SEARCH = {"population_size": 128, "genetic_num_iters": 2}
+# 2-D convolutions are tuned and compiled in this data layout (OHWI weights for NHWC, OIHW for NCHW):
+# a program vectorises its innermost loop, which in NHWC runs over contiguous channels, in NCHW over
+# the output width, strided for a strided convolution (docs/results.md#network_tuning).
+CONV_LAYOUT = "NHWC"
+CONV_LAYOUTS = ("NHWC", "NCHW")
 # Weights are constants: tuned programs may read them in a blocked layout of their own, converted once
 # at compile time (docs/results.md#network_tuning).
 PREPACK_WEIGHTS = True

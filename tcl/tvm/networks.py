@@ -25,6 +25,9 @@ from .models import (BasicBlock, BertEncoder, Bottleneck, ConvNeXt, DCGANGenerat
 # Registry
 
 IMAGE = (1, 3, 224, 224)
+# The layout of the network tasks in the measured datasets (datasets/): the networks' convolutions as
+# PyTorch gives them. Tasks in another layout are other tasks, so collection keeps this one.
+DATASET_CONV_LAYOUT = "NCHW"
 SEQ_LEN = 128
 AUDIO_SAMPLES = 16000  # one second at 16 kHz
 
@@ -109,11 +112,11 @@ def extract_tasks(mod: tvm.IRModule, target, prepack_weights: bool = False) -> l
     return list(ms.relax_integration.extract_tasks(fused_module(mod, target, prepack_weights), target))
 
 
-def network_tasks(name: str, target, batch: int = 1) -> list[Task]:
-    """The tasks MetaSchedule tunes for a built-in network."""
+def network_tasks(name: str, target, batch: int = 1, conv_layout: str = DATASET_CONV_LAYOUT) -> list[Task]:
+    """The tasks MetaSchedule tunes for a built-in network, its 2-D convolutions in `conv_layout`."""
     from .network_import import from_builtin
 
-    tasks = extract_tasks(from_builtin(name, batch).mod, target)
+    tasks = extract_tasks(from_builtin(name, batch, conv_layout).mod, target)
     return [Task(t.task_name, t.dispatched[0], int(t.weight), _flops(t.dispatched[0]), [name]) for t in tasks]
 
 
