@@ -25,34 +25,44 @@ import numpy as np
 
 from tcl.atomic import write_json
 from tcl.cli.options import HelpFormatter
-from tcl.tvm.network_tuning_config import CONV_LAYOUT
+from tcl.tvm.network_tuning_config import CONV_LAYOUT, CONV_LAYOUTS
 
 RESULT = Path(__file__).resolve().parent / "results" / "search_size.json"
 VARIANTS = "tcl:128x2,tcl:256x2,tcl:64x2,tcl:256x4,tcl:256x2/32,xgb:256x2,xgb:128x2"
 
 
 def parse_variant(text: str) -> dict:
-    """'MODEL:POPxGENS[/BATCH]' -> cost model, population, generations, batch (default 16)."""
+    """'MODEL:POPxGENS[/BATCH][@LAYOUT]' -> cost model, population, generations, batch (default 16),
+    convolution layout (default: tcl tune's)."""
     try:
+        text, _, layout = text.partition("@")
         model, rest = text.split(":")
         search, _, batch = rest.partition("/")
         pop, gens = search.split("x")
-        return {"cost_model": model, "population_size": int(pop), "genetic_num_iters": int(gens),
-                "trials_per_iter": int(batch or 16)}
+        v = {"cost_model": model, "population_size": int(pop), "genetic_num_iters": int(gens),
+             "trials_per_iter": int(batch or 16), "conv_layout": layout or CONV_LAYOUT}
     except ValueError:
-        raise argparse.ArgumentTypeError(f"variant {text!r}: expected MODEL:POPxGENS[/BATCH], e.g. tcl:128x2/16")
+        raise argparse.ArgumentTypeError(f"variant {text!r}: expected MODEL:POPxGENS[/BATCH][@LAYOUT], "
+                                         "e.g. tcl:128x2/16@NHWC") from None
+    if v["conv_layout"] not in CONV_LAYOUTS:
+        raise argparse.ArgumentTypeError(f"variant {text!r}: layout {layout!r} is not one of {', '.join(CONV_LAYOUTS)}")
+    return v
 
 
 def variant_name(v: dict) -> str:
-    return f"{v['cost_model']}:{v['population_size']}x{v['genetic_num_iters']}/{v['trials_per_iter']}"
+    return f"{v['cost_model']}:{v['population_size']}x{v['genetic_num_iters']}/{v['trials_per_iter']}@{v['conv_layout']}"
+
+
+def stored_settings(marker: Path) -> dict:
+    """A stored run's settings; runs stored before the layout was a setting were tuned in NCHW."""
+    return {"conv_layout": "NCHW", **json.loads(marker.read_text())}
 
 
 def run_settings(v: dict, seed: int, minutes: float, network: str) -> dict:
     from tcl.runtime import model_sha256
     from tcl.tvm.hardware import detect_host, platform_name
 
-    settings = {**v, "seed": seed, "minutes": minutes, "network": network, "conv_layout": CONV_LAYOUT,
-                "host": platform_name(detect_host())}
+    settings = {**v, "seed": seed, "minutes": minutes, "network": network, "host": platform_name(detect_host())}
     if v["cost_model"] == "tcl":
         settings["model_sha256"] = model_sha256()
     return settings
@@ -68,16 +78,16 @@ def run_one(v: dict, seed: int, args) -> dict:
     from tcl.tvm.network_import import from_builtin
     from tcl.tvm.network_tuning import tune_network
 
-    out = Path(args.work) / f"{variant_name(v).replace(':', '-').replace('/', '-b')}-s{seed}"
+    out = Path(args.work) / f"{variant_name(v).replace(':', '-').replace('/', '-b').replace('@', '-')}-s{seed}"
     settings = run_settings(v, seed, args.minutes, args.network)
     marker = out / "bench_settings.json"
-    if marker.is_file() and json.loads(marker.read_text()) == settings and (out / "report.json").is_file():
+    if marker.is_file() and stored_settings(marker) == settings and (out / "report.json").is_file():
         print(f"  reusing {out}", file=sys.stderr)
         report = json.loads((out / "report.json").read_text())
     else:
         if out.exists():  # other settings or unfinished: tune_network would resume from its database
             shutil.rmtree(out)
-        report = tune_network(from_builtin(args.network), out, minutes=args.minutes, cost_model=v["cost_model"],
+        report = tune_network(from_builtin(args.network, conv_layout=v["conv_layout"]), out, minutes=args.minutes, cost_model=v["cost_model"],
                               seed=seed, trials_per_iter=v["trials_per_iter"], measure=False,
                               search={"population_size": v["population_size"],
                                       "genetic_num_iters": v["genetic_num_iters"]}, label=variant_name(v))
@@ -100,8 +110,9 @@ def main(argv=None) -> int:
     p.add_argument("--network", default="resnet18", help="a built-in network (default: %(default)s)")
     p.add_argument("--minutes", type=float, default=6.0, help="tuning minutes per run (default: %(default)s, "
                    "the quick start's)")
-    p.add_argument("--variants", default=VARIANTS, help="comma separated MODEL:POPULATIONxGENERATIONS[/BATCH] "
-                   "(batch: programs per measured batch, default 16) (default: %(default)s)")
+    p.add_argument("--variants", default=VARIANTS, help="comma separated MODEL:POPULATIONxGENERATIONS[/BATCH][@LAYOUT] "
+                   f"(batch: programs per measured batch, default 16; layout of the convolutions, {' or '.join(CONV_LAYOUTS)}, "
+                   f"default {CONV_LAYOUT}) (default: %(default)s)")
     p.add_argument("--seeds", default="0", help="comma separated seeds (default: %(default)s)")
     p.add_argument("--seeds-of", default="tcl:128x2,tcl:256x2",
                    help="variants that run at every seed of --seeds; the others at the first (default: %(default)s)")

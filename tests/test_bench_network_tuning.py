@@ -162,6 +162,9 @@ def test_matching_op_needs_the_data_and_weight_shapes():
     ops = {("aten::conv2d", ((1, 3, 8, 8), (4, 3, 3, 3))): (1e-3, 1.0), ("aten::add", ((1, 3, 8, 8), (4, 3, 3, 3))): (1, 1)}
     assert bench.matching_op([[1, 3, 8, 8], [4, 3, 3, 3]], ops) == ("aten::conv2d", ((1, 3, 8, 8), (4, 3, 3, 3)))
     assert bench.matching_op([[1, 3, 8, 8], [3, 4, 3, 3]], ops) is None  # a 4-D weight is never transposed
+    # tuned in NHWC: NHWC data and OHWI weights are PyTorch's NCHW and OIHW
+    assert bench.matching_op([[1, 8, 8, 3], [4, 3, 3, 3]], ops) == ("aten::conv2d", ((1, 3, 8, 8), (4, 3, 3, 3)))
+    assert bench.matching_op([[1, 8, 8, 3], [4, 3, 3, 8]], ops) is None  # the data NHWC, the weights not
     assert bench.matching_op([[1, 3, 8, 8]], ops) is None
 
 

@@ -15,10 +15,13 @@ spec.loader.exec_module(bench)
 
 def test_a_variant_names_the_cost_model_search_and_batch():
     v = bench.parse_variant("tcl:128x2")
-    assert v == {"cost_model": "tcl", "population_size": 128, "genetic_num_iters": 2, "trials_per_iter": 16}
-    assert bench.variant_name(bench.parse_variant("xgb:256x4/32")) == "xgb:256x4/32"
+    assert v == {"cost_model": "tcl", "population_size": 128, "genetic_num_iters": 2, "trials_per_iter": 16,
+                 "conv_layout": bench.CONV_LAYOUT}
+    assert bench.variant_name(bench.parse_variant("xgb:256x4/32@NCHW")) == "xgb:256x4/32@NCHW"
     with pytest.raises(Exception, match="MODEL:POPxGENS"):
         bench.parse_variant("tcl-128")
+    with pytest.raises(Exception, match="layout 'NCHWc'"):
+        bench.parse_variant("tcl:128x2@NCHWc")
 
 
 def test_the_estimate_at_a_time_is_the_last_one_before_it():
@@ -28,14 +31,15 @@ def test_the_estimate_at_a_time_is_the_last_one_before_it():
 
 
 def test_a_stored_run_is_reused_only_with_the_same_settings(tmp_path, monkeypatch):
-    v = bench.parse_variant("xgb:256x2")
+    v = bench.parse_variant("xgb:256x2@NCHW")
     monkeypatch.setattr(bench, "run_settings", lambda v, seed, minutes, network: {**v, "seed": seed})
-    out = tmp_path / "xgb-256x2-b16-s0"
+    out = tmp_path / "xgb-256x2-b16-NCHW-s0"
     out.mkdir()
     report = {"seconds": 360.0, "trials": 400, "time_split": {}, "builds_timed_out": 0,
               "events": [{"seconds": 200.0, "estimate_s": 0.05}], "curve": [[200.0, 0.05]]}
     (out / "report.json").write_text(json.dumps(report))
-    (out / "bench_settings.json").write_text(json.dumps({**v, "seed": 0}))
+    # stored before the layout was a setting: an NCHW run
+    (out / "bench_settings.json").write_text(json.dumps({k: x for k, x in {**v, "seed": 0}.items() if k != "conv_layout"}))
     args = type("A", (), {"work": str(tmp_path), "minutes": 6.0, "network": "resnet18"})
     run = bench.run_one(v, 0, args)
     assert run["trials"] == 400 and run["every_task_measured_s"] == 200.0

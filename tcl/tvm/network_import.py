@@ -72,6 +72,7 @@ def with_conv_layout(mod: tvm.IRModule, layout: str) -> tvm.IRModule:
         raise ValueError(f"unknown convolution layout {layout!r}; known: {', '.join(CONV_LAYOUTS)}")
     kernel = {"NHWC": "OHWI", "NCHW": "OIHW"}[layout]
     if layout != "NCHW":  # as imported, the module stays as it is (the datasets' network tasks are NCHW)
+        mod = mod.clone()
         mod["main"] = _clip_as_max_min(mod["main"])
     with tvm.transform.PassContext(opt_level=3):
         return tvm.transform.Sequential([
