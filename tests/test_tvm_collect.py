@@ -394,6 +394,18 @@ def test_network_tasks_and_split():
         nets.network_tasks("nope", target)
 
 
+def test_network_tasks_are_the_tasks_the_datasets_hold():
+    """tcl tune converts convolutions to NHWC; collection keeps the datasets' layout, so a collection
+    resumes into the task directories (named after each task's structural hash) it started."""
+    root = Path(__file__).resolve().parent.parent / "datasets" / "intel-f6m167-xeon-1c"
+    if not root.is_dir():
+        pytest.skip("needs the repository's datasets/")
+    held = {d.name.rsplit("-", 1)[1] for d in root.iterdir() if d.is_dir()}
+    tasks = nets.network_tasks("resnet18", default_target(1))
+    assert {t.shash for t in tasks} <= held
+    assert all("transpose" not in t.name for t in tasks)
+
+
 def test_sweep_covers_every_operator_family():
     from tcl.tvm.sweep import _BUILDERS, SHAPES
 

@@ -113,7 +113,8 @@ def extract_tasks(mod: tvm.IRModule, target, prepack_weights: bool = False) -> l
 
 
 def network_tasks(name: str, target, batch: int = 1, conv_layout: str = DATASET_CONV_LAYOUT) -> list[Task]:
-    """The tasks MetaSchedule tunes for a built-in network, its 2-D convolutions in `conv_layout`."""
+    """A built-in network's tuning tasks, its 2-D convolutions in `conv_layout` (by default as the
+    datasets hold them; `tcl tune` tunes the network in tcl.tvm.network_tuning_config.CONV_LAYOUT)."""
     from .network_import import from_builtin
 
     tasks = extract_tasks(from_builtin(name, batch, conv_layout).mod, target)
