@@ -45,12 +45,14 @@ def parse_variant(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"variant {text!r}: expected MODEL:POPxGENS[/BATCH][@LAYOUT], "
                                          "e.g. tcl:128x2/16@NHWC") from None
     if v["conv_layout"] not in CONV_LAYOUTS:
-        raise argparse.ArgumentTypeError(f"variant {text!r}: layout {layout!r} is not one of {', '.join(CONV_LAYOUTS)}")
+        raise argparse.ArgumentTypeError(f"variant {text!r}: layout {layout!r} is not one of "
+                                         f"{', '.join(CONV_LAYOUTS)}")
     return v
 
 
 def variant_name(v: dict) -> str:
-    return f"{v['cost_model']}:{v['population_size']}x{v['genetic_num_iters']}/{v['trials_per_iter']}@{v['conv_layout']}"
+    return (f"{v['cost_model']}:{v['population_size']}x{v['genetic_num_iters']}/{v['trials_per_iter']}"
+            f"@{v['conv_layout']}")
 
 
 def stored_settings(marker: Path) -> dict:
@@ -87,10 +89,11 @@ def run_one(v: dict, seed: int, args) -> dict:
     else:
         if out.exists():  # other settings or unfinished: tune_network would resume from its database
             shutil.rmtree(out)
-        report = tune_network(from_builtin(args.network, conv_layout=v["conv_layout"]), out, minutes=args.minutes, cost_model=v["cost_model"],
-                              seed=seed, trials_per_iter=v["trials_per_iter"], measure=False,
+        network = from_builtin(args.network, conv_layout=v["conv_layout"])
+        report = tune_network(network, out, minutes=args.minutes, cost_model=v["cost_model"], seed=seed,
+                              trials_per_iter=v["trials_per_iter"], measure=False, label=variant_name(v),
                               search={"population_size": v["population_size"],
-                                      "genetic_num_iters": v["genetic_num_iters"]}, label=variant_name(v))
+                                      "genetic_num_iters": v["genetic_num_iters"]})
         write_json(marker, settings)
     every_task = next((e["seconds"] for e in report["events"] if e["estimate_s"] is not None), None)
     return {"seconds": round(report["seconds"], 1), "trials": report["trials"],
@@ -111,8 +114,8 @@ def main(argv=None) -> int:
     p.add_argument("--minutes", type=float, default=6.0, help="tuning minutes per run (default: %(default)s, "
                    "the quick start's)")
     p.add_argument("--variants", default=VARIANTS, help="comma separated MODEL:POPULATIONxGENERATIONS[/BATCH][@LAYOUT] "
-                   f"(batch: programs per measured batch, default 16; layout of the convolutions, {' or '.join(CONV_LAYOUTS)}, "
-                   f"default {CONV_LAYOUT}) (default: %(default)s)")
+                   "(batch: programs per measured batch, default 16; layout of the convolutions, "
+                   f"{' or '.join(CONV_LAYOUTS)}, default {CONV_LAYOUT}) (default: %(default)s)")
     p.add_argument("--seeds", default="0", help="comma separated seeds (default: %(default)s)")
     p.add_argument("--seeds-of", default="tcl:128x2,tcl:256x2",
                    help="variants that run at every seed of --seeds; the others at the first (default: %(default)s)")

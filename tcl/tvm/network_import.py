@@ -70,14 +70,13 @@ def with_conv_layout(mod: tvm.IRModule, layout: str) -> tvm.IRModule:
 
     if layout not in CONV_LAYOUTS:
         raise ValueError(f"unknown convolution layout {layout!r}; known: {', '.join(CONV_LAYOUTS)}")
-    kernel = {"NHWC": "OHWI", "NCHW": "OIHW"}[layout]
-    if layout != "NCHW":  # as imported, the module stays as it is (the datasets' network tasks are NCHW)
+    if layout != "NCHW":  # in NCHW clip stays: the datasets' network tasks keep their structural hashes
         mod = mod.clone()
         mod["main"] = _clip_as_max_min(mod["main"])
     with tvm.transform.PassContext(opt_level=3):
         return tvm.transform.Sequential([
             relax.transform.FoldConstant(),
-            relax.transform.ConvertLayout({"relax.nn.conv2d": [layout, kernel]}),
+            relax.transform.ConvertLayout({"relax.nn.conv2d": [layout, CONV_LAYOUTS[layout]]}),
             relax.transform.FoldConstant(),
         ])(mod)
 

@@ -12,7 +12,7 @@ TCL_SEARCH = {"population_size": 128, "genetic_num_iters": 2}
 # a program vectorises its innermost loop, which in NHWC runs over contiguous channels, in NCHW over
 # the output width, strided for a strided convolution (docs/results.md#network_tuning).
 CONV_LAYOUT = "NHWC"
-CONV_LAYOUTS = ("NHWC", "NCHW")
+CONV_LAYOUTS = {"NHWC": "OHWI", "NCHW": "OIHW"}  # data layout -> the weights' layout that goes with it
 # Weights are constants: tuned programs may read them in a blocked layout of their own, converted once
 # at compile time (docs/results.md#network_tuning).
 PREPACK_WEIGHTS = True
