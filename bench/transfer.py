@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from tcl.atomic import write_json  # noqa: E402
-from tcl.cli.options import HelpFormatter, non_negative_number  # noqa: E402
+from tcl.cli.options import HelpFormatter, named_checkpoint, non_negative_number  # noqa: E402
 from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, held_out_summary  # noqa: E402
 from tcl.train_config import TrainConfig  # noqa: E402
 
@@ -103,13 +103,6 @@ def recipe_list(text: str) -> list[str]:
     if not names or any(r not in RECIPES for r in names):
         raise argparse.ArgumentTypeError(f"expected a comma-separated list of {sorted(RECIPES)}, got {text!r}")
     return names
-
-
-def named_checkpoint(text: str) -> tuple[str, Path]:
-    name, sep, path = text.partition("=")
-    if not sep or not name or not Path(path).is_file():
-        raise argparse.ArgumentTypeError(f"expected NAME=CHECKPOINT.pt of an existing file, got {text!r}")
-    return name, Path(path)
 
 
 def main(argv=None) -> int:

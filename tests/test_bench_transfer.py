@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tcl.cli.options import named_checkpoint
+
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("bench_transfer", ROOT / "bench" / "transfer.py")
 transfer = importlib.util.module_from_spec(spec)
@@ -39,10 +41,10 @@ def test_hosts_of_groups_target_settings_of_one_host(tmp_path):
 
 def test_named_checkpoint_wants_an_existing_file(tmp_path):
     (tmp_path / "m.pt").write_bytes(b"x")
-    assert transfer.named_checkpoint(f"old={tmp_path / 'm.pt'}") == ("old", tmp_path / "m.pt")
+    assert named_checkpoint(f"old={tmp_path / 'm.pt'}") == ("old", tmp_path / "m.pt")
     for bad in ("old", f"={tmp_path / 'm.pt'}", f"old={tmp_path / 'missing.pt'}"):
         with pytest.raises(Exception, match="NAME=CHECKPOINT"):
-            transfer.named_checkpoint(bad)
+            named_checkpoint(bad)
 
 
 @pytest.mark.slow

@@ -233,7 +233,9 @@ def test_clear_errors(tmp_path):
                        (dict(random_fraction=7), "--random-fraction must be between 0 and 1"),
                        (dict(programs_per_task=-5), "--programs-per-task must be positive"),
                        (dict(max_minutes=0), "--max-minutes must be positive"),
-                       (dict(genetic_iters=0), "--genetic-iters must be positive")]:
+                       (dict(genetic_iters=0), "--genetic-iters must be positive"),
+                       (dict(conv_layouts=("NCWH",)), "--conv-layouts takes one or more of NHWC, NCHW, not NCWH"),
+                       (dict(conv_layouts=()), "--conv-layouts takes one or more")]:
         kwargs = {"programs_per_task": 4, **bad}
         start = time.time()
         with pytest.raises(CollectError, match=match):
@@ -394,16 +396,50 @@ def test_network_tasks_and_split():
         nets.network_tasks("nope", target)
 
 
-def test_network_tasks_are_the_tasks_the_datasets_hold():
-    """tcl tune converts convolutions to NHWC; collection keeps the datasets' layout, so a collection
-    resumes into the task directories (named after each task's structural hash) it started."""
+def _conv_data_shapes(tasks) -> list[list[int]]:
+    shapes = []
+    for t in tasks:
+        if t.name.startswith("fused_conv2d"):
+            data = t.mod[t.mod.get_global_vars()[0]].params[0]
+            shapes.append([int(d) for d in data.shape])
+    return shapes
+
+
+def test_network_tasks_in_both_layouts_are_the_tasks_the_datasets_hold():
+    """Collection gathers each network's convolutions as PyTorch gives them (NCHW, what the datasets
+    began with) and as tcl tune compiles them (NHWC); a task the layout does not change comes once.
+    The NCHW tasks are the datasets' task directories (named after each task's structural hash), so a
+    collection resumes into them."""
+    target = default_target(1)
+    nchw = nets.network_tasks("resnet18", target)
+    nhwc = nets.network_tasks("resnet18", target, conv_layout="NHWC")
+    both = nets.tasks_for("resnet18", target)
+    assert [1, 3, 224, 224] in _conv_data_shapes(nchw) and [1, 224, 224, 3] in _conv_data_shapes(nhwc)  # the stem
+    assert all("transpose" not in t.name for t in nchw)
+    assert [t.shash for t in both] == list(dict.fromkeys([t.shash for t in nchw + nhwc]))
+    assert len(both) < len(nchw) + len(nhwc)  # the classifier's matmul is the same task in both
+    assert [t.shash for t in nets.tasks_for("resnet18", target, conv_layouts=("NCHW",))] == [t.shash for t in nchw]
+    from tcl.tvm.adapt import tasks_of
+    assert [t.shash for t in tasks_of("resnet18", target)] == [t.shash for t in nhwc]  # what tcl tune tunes
+
     root = Path(__file__).resolve().parent.parent / "datasets" / "intel-f6m167-xeon-1c"
-    if not root.is_dir():
-        pytest.skip("needs the repository's datasets/")
-    held = {d.name.rsplit("-", 1)[1] for d in root.iterdir() if d.is_dir()}
-    tasks = nets.network_tasks("resnet18", default_target(1))
-    assert {t.shash for t in tasks} <= held
-    assert all("transpose" not in t.name for t in tasks)
+    if root.is_dir():
+        held = {d.name.rsplit("-", 1)[1] for d in root.iterdir() if d.is_dir()}
+        assert {t.shash for t in nchw} <= held
+
+
+def test_held_out_hashes_follow_the_layouts(tmp_path):
+    """The held-out split's cache is kept per set of layouts: adding a layout recomputes it."""
+    from tcl.tvm.task_dirs import held_out_hashes
+
+    target = default_target(1)
+    only = held_out_hashes(target, tmp_path, ("vit_tiny",), ("NCHW",))
+    cache = json.loads((tmp_path / ".held_out_tasks.json").read_text())
+    assert cache["conv_layouts"] == ["NCHW"]
+    both = held_out_hashes(target, tmp_path, ("vit_tiny",), ("NCHW", "NHWC"))
+    assert only < both  # the patch embedding's convolution in NHWC is another task
+    assert json.loads((tmp_path / ".held_out_tasks.json").read_text())["conv_layouts"] == ["NCHW", "NHWC"]
+    assert held_out_hashes(target, tmp_path, ("vit_tiny",), ("NCHW", "NHWC")) == both
 
 
 def test_sweep_covers_every_operator_family():

@@ -70,6 +70,16 @@ def json_object_file(path: str) -> dict:
     return value
 
 
+def named_checkpoint(text: str):
+    """An argparse type: NAME=CHECKPOINT.pt of an existing file, as (name, Path)."""
+    from pathlib import Path
+
+    name, sep, path = text.partition("=")
+    if not sep or not name or not Path(path).is_file():
+        raise argparse.ArgumentTypeError(f"expected NAME=CHECKPOINT.pt of an existing file, got {text!r}")
+    return name, Path(path)
+
+
 def names(text: str) -> list[str]:
     """An argparse type: one name or a comma-separated list of them."""
     out = [x.strip() for x in text.split(",") if x.strip()]

@@ -31,6 +31,7 @@ from . import networks as nets
 from .adapt_config import AdaptConfig
 from .collect_session import make_measurer, open_dataset, setup_log, write_platform
 from .measure import FAILED, Progress, _search_context, _trace_key, open_task_database, run_seconds
+from .network_tuning_config import CONV_LAYOUT
 from .task_dirs import task_dir, update_task_info
 
 LOG = logging.getLogger("tcl.adapt")
@@ -164,13 +165,13 @@ class MeasuringOracle:
 
 
 def tasks_of(name: str, target) -> list[nets.Task]:
-    """The tuning tasks of a built-in network, or the one task of a workload spec such as
-    'matmul:128,128,128' (tcl tune --workload's form)."""
+    """The tuning tasks of a built-in network as `tcl tune` tunes it (convolutions in CONV_LAYOUT), or
+    the one task of a workload spec such as 'matmul:128,128,128' (tcl tune --workload's form)."""
     if ":" in name:
         from .tune import workload_task
 
         return [workload_task(name)]
-    return nets.tasks_for(name, target)
+    return nets.tasks_for(name, target, conv_layouts=(CONV_LAYOUT,))
 
 
 def adapt_host(networks: list[str], out_dir, config: AdaptConfig | None = None, model_path=None, target=None,

@@ -9,3 +9,8 @@ NETWORK_NAMES = ("resnet18", "resnet50", "mobilenet_v2", "vgg11", "vit_tiny", "b
 # Test networks (as TenSet/TLP); any task that also occurs in one of them is held out too.
 HELD_OUT = ("resnet50", "mobilenet_v2", "bert_base", "bert_tiny")
 SWEEP = "sweep"
+# The layouts of 2-D convolutions in which a dataset's network tasks are collected: as PyTorch gives
+# them (the layout the datasets began with) and as `tcl tune` compiles them
+# (network_tuning_config.CONV_LAYOUT). A task in another layout is another task: another structural
+# hash, another task directory.
+DATASET_CONV_LAYOUTS = ("NCHW", "NHWC")

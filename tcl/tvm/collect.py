@@ -32,6 +32,7 @@ from . import networks as nets
 from .builder import import_cpu_tensor_intrin
 from .collect_options import GENETIC_ITERS, POPULATION, add_collect_arguments
 from .collect_session import (
+    check_conv_layouts,
     check_measure_cpus,
     check_settings,
     collection_rates,
@@ -68,7 +69,8 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
             seed: int = 0, max_tasks: int | None = None, task_filter: str | None = None, held_out=nets.HELD_OUT,
             platform_info: dict | None = None, builder_workers: int | None = None,
             population: int = POPULATION, workers: int = 1, measure_cpus: list[int] | None = None,
-            genetic_iters: int = GENETIC_ITERS, progress_stream=sys.stderr) -> dict:
+            genetic_iters: int = GENETIC_ITERS, conv_layouts=nets.DATASET_CONV_LAYOUTS,
+            progress_stream=sys.stderr) -> dict:
     """Collect `programs_per_task` measured programs for every task of the networks (or "sweep").
 
     network_or_sweep: a name from `networks.NETWORKS`, "sweep", or a list / comma-separated list.
@@ -78,7 +80,8 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
     workers: tasks worked on at once, each in its own process; while one runs its programs the others
     search and build, and runs never overlap. measure_cpus: CPUs the programs run on (searching and
     building use the others); None: no pinning. population, genetic_iters: the evolutionary search's
-    size (TVM's population_size and genetic_num_iters).
+    size (TVM's population_size and genetic_num_iters). conv_layouts: the data layouts of the networks'
+    2-D convolutions (each layout's convolutions are tasks of their own).
     Returns a summary: tasks, programs measured now, failures, seconds per program, stop reason.
     """
     names = network_or_sweep.split(",") if isinstance(network_or_sweep, str) else list(network_or_sweep)
@@ -89,13 +92,15 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
                    min_repeat_ms=min_repeat_ms, random_fraction=random_fraction, max_minutes=max_minutes,
                    max_tasks=max_tasks, workers=workers, population=population, genetic_iters=genetic_iters)
     check_measure_cpus(measure_cpus)
+    check_conv_layouts(conv_layouts)
     out_dir = Path(out_dir)
     lock, target, tracker = open_dataset(out_dir, target, rpc, key)
     handler = setup_log(out_dir)
     try:
         return _collect(names, out_dir, programs_per_task, target, tracker, key, max_minutes, random_fraction,
                         batch_size, repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info,
-                        builder_workers, population, workers, measure_cpus, genetic_iters, progress_stream)
+                        builder_workers, population, workers, measure_cpus, genetic_iters, tuple(conv_layouts),
+                        progress_stream)
     finally:
         LOG.removeHandler(handler)
         handler.close()
@@ -104,19 +109,20 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
 
 def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random_fraction, batch_size,
              repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info, builder_workers, population,
-             workers, measure_cpus, genetic_iters, progress_stream) -> dict:
+             workers, measure_cpus, genetic_iters, conv_layouts, progress_stream) -> dict:
     start = time.time()
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
     rpc_text = write_platform(out_dir, target, tracker, key, platform_info)
-    LOG.info("collect %s into %s: %d programs/task, target %s, rpc %s", names, out_dir, programs, target, rpc_text)
+    LOG.info("collect %s into %s: %d programs/task, target %s, rpc %s, convolutions in %s", names, out_dir, programs,
+             target, rpc_text, "/".join(conv_layouts))
 
     # TVM's C++ warnings (task extraction, and the workers' searches, which inherit this stderr) go to
     # a file; the terminal keeps the progress line
     with native_output_to(Path(out_dir) / "tvm-stderr.txt") as terminal:
         per_network = []  # [(network, task), ...] per network
-        ho = (held_out_hashes(target, out_dir, held_out), tuple(held_out)) if held_out else None
+        ho = (held_out_hashes(target, out_dir, held_out, conv_layouts), tuple(held_out)) if held_out else None
         for n in names:
-            tasks = nets.tasks_for(n, target)
+            tasks = nets.tasks_for(n, target, conv_layouts=conv_layouts)
             LOG.info("%s: %d tasks", n, len(tasks))
             per_network.append([(n, t) for t in tasks if not task_filter or task_filter in t.name])
         # Round-robin over the networks: a collection cut short still covers every network.
@@ -289,6 +295,10 @@ def _cpu_list(text: str | None) -> list[int] | None:
         raise CollectError(f"--measure-cpus wants comma-separated CPU ids, not {text!r}") from None
 
 
+def _layout_list(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
 def run_collect(args: argparse.Namespace) -> dict:
     custom = args.target or args.num_cores or args.mcpu
     target = parse_target(args.target, args.num_cores, args.mcpu) if custom else None
@@ -307,7 +317,7 @@ def run_collect(args: argparse.Namespace) -> dict:
                          repeat=args.repeat, min_repeat_ms=args.min_repeat_ms, seed=args.seed, max_tasks=args.max_tasks,
                          task_filter=args.task_filter, platform_info=info, workers=args.workers,
                          population=args.population, genetic_iters=args.genetic_iters,
-                         measure_cpus=_cpu_list(args.measure_cpus),
+                         measure_cpus=_cpu_list(args.measure_cpus), conv_layouts=_layout_list(args.conv_layouts),
                          held_out=None if args.held_out == "none" else tuple(args.held_out.split(",")))
     print(json.dumps(result, indent=1))
     return result

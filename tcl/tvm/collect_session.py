@@ -15,6 +15,7 @@ from ..packing import DatasetBusy, dataset_lock, is_packed, pack_dataset
 from .builder import make_builder, make_runner
 from .hardware import platform_descriptor, platform_name, same_host
 from .measure import SHARED_BUILD_TIMEOUT_SEC, Measurer, pin_to_cpus
+from .network_tuning_config import CONV_LAYOUTS
 from .targets import CollectError, check_tracker, parse_rpc
 
 LOG = logging.getLogger("tcl.collect")
@@ -37,6 +38,12 @@ def check_settings(**settings) -> None:
                 raise CollectError(f"{flag} must be 0 or more, not {value}")
         elif not value > 0:
             raise CollectError(f"{flag} must be positive, not {value}")
+
+
+def check_conv_layouts(layouts) -> None:
+    unknown = [x for x in layouts if x not in CONV_LAYOUTS]
+    if not layouts or unknown:
+        raise CollectError(f"--conv-layouts takes one or more of {', '.join(CONV_LAYOUTS)}, not {','.join(layouts)}")
 
 
 def check_measure_cpus(cpus) -> None:

@@ -17,7 +17,7 @@ import tvm_ffi
 from tvm import te
 from tvm.s_tir import meta_schedule as ms
 
-from .catalog import HELD_OUT, NETWORK_NAMES, SWEEP  # noqa: F401 (re-exported)
+from .catalog import DATASET_CONV_LAYOUTS, HELD_OUT, NETWORK_NAMES, SWEEP  # noqa: F401 (re-exported)
 from .models import (BasicBlock, BertEncoder, Bottleneck, ConvNeXt, DCGANGenerator, GPT2, MobileNetV2, ResNet,
                      ResNeXtBottleneck, VGG11, ViT, Wav2VecFeatureEncoder)
 
@@ -25,9 +25,6 @@ from .models import (BasicBlock, BertEncoder, Bottleneck, ConvNeXt, DCGANGenerat
 # Registry
 
 IMAGE = (1, 3, 224, 224)
-# The layout of the network tasks in the measured datasets (datasets/): the networks' convolutions as
-# PyTorch gives them. Tasks in another layout are other tasks, so collection keeps this one.
-DATASET_CONV_LAYOUT = "NCHW"
 SEQ_LEN = 128
 AUDIO_SAMPLES = 16000  # one second at 16 kHz
 
@@ -112,9 +109,9 @@ def extract_tasks(mod: tvm.IRModule, target, prepack_weights: bool = False) -> l
     return list(ms.relax_integration.extract_tasks(fused_module(mod, target, prepack_weights), target))
 
 
-def network_tasks(name: str, target, batch: int = 1, conv_layout: str = DATASET_CONV_LAYOUT) -> list[Task]:
-    """A built-in network's tuning tasks, its 2-D convolutions in `conv_layout` (by default as the
-    datasets hold them; `tcl tune` tunes the network in tcl.tvm.network_tuning_config.CONV_LAYOUT)."""
+def network_tasks(name: str, target, batch: int = 1, conv_layout: str = DATASET_CONV_LAYOUTS[0]) -> list[Task]:
+    """A built-in network's tuning tasks, its 2-D convolutions in `conv_layout` (by default as PyTorch
+    gives them; `tcl tune` tunes the network in tcl.tvm.network_tuning_config.CONV_LAYOUT)."""
     from .network_import import from_builtin
 
     tasks = extract_tasks(from_builtin(name, batch, conv_layout).mod, target)
@@ -132,6 +129,13 @@ def sweep_tasks() -> list[Task]:
     return tasks
 
 
-def tasks_for(name: str, target, batch: int = 1) -> list[Task]:
-    """Tasks of a network, or of the operator sweep when name == "sweep"."""
-    return sweep_tasks() if name == SWEEP else network_tasks(name, target, batch)
+def tasks_for(name: str, target, batch: int = 1, conv_layouts=DATASET_CONV_LAYOUTS) -> list[Task]:
+    """Tasks of a network with its convolutions in each of `conv_layouts` (a task the layout does not
+    change, such as a matmul, once), or of the operator sweep when name == "sweep"."""
+    if name == SWEEP:
+        return sweep_tasks()
+    tasks: dict[str, Task] = {}
+    for layout in conv_layouts:
+        for t in network_tasks(name, target, batch, layout):
+            tasks.setdefault(t.shash, t)
+    return list(tasks.values())
