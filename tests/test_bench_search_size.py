@@ -32,7 +32,7 @@ def test_the_estimate_at_a_time_is_the_last_one_before_it():
 
 def test_a_stored_run_is_reused_only_with_the_same_settings(tmp_path, monkeypatch):
     v = bench.parse_variant("xgb:256x2@NCHW")
-    monkeypatch.setattr(bench, "run_settings", lambda v, seed, minutes, network: {**v, "seed": seed})
+    monkeypatch.setattr(bench, "run_settings", lambda v, seed, minutes, network, model=None: {**v, "seed": seed})
     out = tmp_path / "xgb-256x2-b16-NCHW-s0"
     out.mkdir()
     report = {"seconds": 360.0, "trials": 400, "time_split": {}, "builds_timed_out": 0,
@@ -44,3 +44,14 @@ def test_a_stored_run_is_reused_only_with_the_same_settings(tmp_path, monkeypatc
     run = bench.run_one(v, 0, args)
     assert run["trials"] == 400 and run["every_task_measured_s"] == 200.0
     assert run["estimated_ms"] == {"1": None, "2": None, "3": None, "4": 50.0, "5": 50.0, "6": 50.0}
+
+
+def test_a_run_of_another_model_is_kept_apart(tmp_path):
+    v = bench.parse_variant("tcl:128x2")
+    other = tmp_path / "other.onnx"
+    other.write_bytes(b"another model")
+    shipped = bench.run_dir(v, 0, tmp_path)
+    assert shipped.name == "tcl-128x2-b16-NHWC-s0"
+    assert bench.run_dir(v, 0, tmp_path, str(other)).name.startswith("tcl-128x2-b16-NHWC-s0-m")
+    xgb = bench.parse_variant("xgb:256x2")
+    assert bench.run_dir(xgb, 0, tmp_path, str(other)) == bench.run_dir(xgb, 0, tmp_path)  # no TCL model in it
