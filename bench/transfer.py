@@ -9,7 +9,8 @@ platform's own hardware descriptor:
   transfer to that host. Hosts are told apart by platform.json's vendor and CPU identity, so target
   settings of one host leave together;
   each trained once per --recipes entry: `head` (the descriptor joins at the head, `tcl train`'s
-  default) and/or `film` (`tcl train --hardware-film`: it also scales and shifts the body);
+  default) and/or `film` (`tcl train --hardware-film`: it also scales and shifts the body), or
+  none of them (`--recipes none`);
 - any checkpoint given with `--checkpoint NAME=PATH` (e.g. an earlier default model).
 
 Columns: pooled Top-1 / Top-5 (tcl.metrics, weighted as published) and the mean Top-1 over the
@@ -99,9 +100,12 @@ def trained(datasets: list[Path], seed: int, epochs: int, work: Path, threads: i
 
 
 def recipe_list(text: str) -> list[str]:
+    if text == "none":
+        return []
     names = [r for r in text.split(",") if r]
     if not names or any(r not in RECIPES for r in names):
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {sorted(RECIPES)}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected 'none' or a comma-separated list of {sorted(RECIPES)}, "
+                                         f"got {text!r}")
     return names
 
 
@@ -112,7 +116,8 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint", type=named_checkpoint, action="append", default=[], metavar="NAME=PATH",
                    help="also score this checkpoint under NAME")
     p.add_argument("--seeds", default="0", help="seeds of the trained models, comma separated")
-    p.add_argument("--recipes", type=recipe_list, default=["head"], help=f"training recipes, of {sorted(RECIPES)}")
+    p.add_argument("--recipes", type=recipe_list, default=["head"], help=f"training recipes, of {sorted(RECIPES)}, or 'none' to train nothing and score only "
+                        "the shipped model and the --checkpoint ones")
     p.add_argument("--leave-out", action=argparse.BooleanOptionalAction, default=True,
                    help="also train each recipe once per host without that host's datasets (zero-shot there)")
     p.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="training epochs")

@@ -87,6 +87,13 @@ def test_every_host_left_out_and_every_model_scored(tmp_path):
     expected = (hardware_vector(platforms[0]) + hardware_vector(platforms[1])) / 2
     assert film.hardware_ref.numpy() == pytest.approx(expected, abs=1e-6)
 
+    # --recipes none trains nothing: it scores the shipped model and the checkpoints given
+    kept = sorted((tmp_path / "work").iterdir())
+    ck = tmp_path / "work" / f"amd-2c_{stamp([a])}_e1_s0.pt"
+    assert transfer.main(args + ["--recipes", "none", "--checkpoint", f"earlier={ck}"]) == 0
+    assert sorted((tmp_path / "work").iterdir()) == kept
+    assert "earlier" in json.loads(out.read_text())["platforms"]["intel-1c"]
+
 
 def test_a_kept_checkpoint_is_not_reused_after_its_datasets_gain_measurements(tmp_path):
     a = _dataset(tmp_path, "amd-2c", {"vendor": "AuthenticAMD"})
