@@ -1,0 +1,88 @@
+"""How models rank the programs that whole-network tuning runs measured.
+
+Offline scores (accuracy, conv_layouts) are of datasets: random and evolutionary programs measured
+on one core. A tuning run scores its own search's candidates, which run on the cores it tunes for,
+under that hardware's descriptor. This scores checkpoints on the databases of tuning runs
+(`tcl tune --out DIR` or a bench run directory, each with db/ and report.json), every task's
+programs pooled over the runs given: under the descriptor of the hardware the runs tuned (this
+host, with the cores of the runs' target; the runs must come from this host) and under each
+--platform given, e.g. a dataset's one-core platform.json. Writes bench/results/tuned_ranking.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from tcl.atomic import write_json
+from tcl.cli.options import HelpFormatter, json_object_file, named_checkpoint, positive
+from tcl.metrics import TASK_MEAN_MIN_PROGRAMS, held_out_summary
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tuned_platform(runs: list[Path]) -> dict:
+    """platform.json of the hardware the runs tuned: this host with their target's cores."""
+    from tcl.tvm.hardware import platform_descriptor
+    from tcl.tvm.targets import parse_target
+
+    reports = [json.loads((r / "report.json").read_text()) for r in runs]
+    if len({r["target"] for r in reports}) != 1:
+        raise SystemExit("error: the runs tuned different targets; give runs of one target")
+    platform = platform_descriptor(parse_target(reports[0]["target"]))
+    other = sorted({r["platform"] for r in reports} - {platform["name"]})
+    if other:
+        raise SystemExit(f"error: runs of {', '.join(other)} cannot be scored on this host ({platform['name']})")
+    return platform
+
+
+def scores_under(checkpoints: dict, runs: list[Path], platform: dict, min_programs: int, threads: int) -> dict:
+    """Each checkpoint's pooled Top-1 and task mean on the runs' programs, read under `platform`."""
+    from tcl.evaluate import evaluate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, r in enumerate(runs):
+            shutil.copytree(r / "db", Path(tmp) / f"{i:02d}-{r.name}")
+        (Path(tmp) / "platform.json").write_text(json.dumps(platform))
+        return {name: held_out_summary(evaluate(ck, [tmp], all_tasks=True, threads=threads), min_programs)
+                for name, ck in checkpoints.items()}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("runs", nargs="+", type=Path, help="tuning run directories (db/ and report.json), of this host")
+    p.add_argument("--checkpoint", type=named_checkpoint, action="append", default=[], metavar="NAME=PATH",
+                   help="also score this checkpoint under NAME (the shipped model is always scored)")
+    p.add_argument("--platform", type=json_object_file, action="append", default=[], metavar="JSON",
+                   help="also score under this platform.json's descriptor")
+    p.add_argument("--min-programs", type=positive, default=TASK_MEAN_MIN_PROGRAMS,
+                   help="programs a task needs to count in the task mean")
+    p.add_argument("--threads", type=positive, default=1, help="torch threads")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "tuned_ranking.json",
+                   help="the summary JSON")
+    args = p.parse_args(argv)
+    for r in args.runs:
+        if not (r / "db").is_dir() or not (r / "report.json").is_file():
+            p.error(f"{r}: not a tuning run directory (db/ and report.json)")
+
+    from tcl.evaluate import default_model_path
+
+    checkpoints = {"shipped": default_model_path(), **dict(args.checkpoint)}
+    platforms = [tuned_platform(args.runs), *args.platform]
+    result = {"runs": [r.name for r in args.runs], "min_programs": args.min_programs, "platforms": {}}
+    for platform in platforms:
+        cells = scores_under(checkpoints, args.runs, platform, args.min_programs, args.threads)
+        result["platforms"][platform["name"]] = cells
+        for name, s in cells.items():
+            print(f"{platform['name']:<24} {name:<12} pooled {s['top1']:.3f}  task mean {s['task_mean']:.3f} "
+                  f"({s['tasks']} tasks)", file=sys.stderr)
+    write_json(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""bench/tuned_ranking.py: checkpoints scored on tuning runs' programs, under the tuned hardware's
+descriptor and under others, and only runs of this host."""
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("tvm")
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("bench_tuned_ranking", ROOT / "bench" / "tuned_ranking.py")
+tuned_ranking = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tuned_ranking)
+
+
+def _run(root: Path, name: str, target: str, platform: str) -> Path:
+    run = root / name
+    for task in ("matmul_128", "conv2d_1x16x14x14_32_3x3"):
+        shutil.copytree(ROOT / "tests" / "fixtures" / "ms" / task, run / "db" / task,
+                        ignore=shutil.ignore_patterns("*.md", "*.py"))
+    (run / "report.json").write_text(json.dumps({"target": target, "platform": platform}))
+    return run
+
+
+def test_runs_scored_under_the_tuned_hardware_and_another(tmp_path):
+    from tcl.evaluate import default_model_path
+    from tcl.tvm.hardware import platform_descriptor
+    from tcl.tvm.targets import default_target
+
+    target = default_target()
+    here = platform_descriptor(target)
+    runs = [_run(tmp_path, f"run{i}", str(target), here["name"]) for i in range(2)]
+    assert tuned_ranking.tuned_platform(runs)["name"] == here["name"]
+    other = {**here, "name": "other-1c", "cores": 1}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    out = tmp_path / "tuned_ranking.json"
+    assert tuned_ranking.main([*map(str, runs), "--platform", str(tmp_path / "other.json"), "--min-programs", "4",
+                               "--checkpoint", f"again={default_model_path()}", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["platforms"]) == {here["name"], "other-1c"}
+    for cells in result["platforms"].values():
+        assert set(cells) == {"shipped", "again"} and cells["shipped"] == cells["again"]
+        assert cells["shipped"]["tasks"] == 2 and 0 < cells["shipped"]["top1"] <= 1
+
+
+def test_runs_of_another_host_are_refused(tmp_path):
+    from tcl.tvm.targets import default_target
+
+    run = _run(tmp_path, "elsewhere", str(default_target()), "zen1-epyc-2c")
+    with pytest.raises(SystemExit, match="runs of zen1-epyc-2c cannot be scored on this host"):
+        tuned_ranking.tuned_platform([run])
