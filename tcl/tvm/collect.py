@@ -295,10 +295,6 @@ def _cpu_list(text: str | None) -> list[int] | None:
         raise CollectError(f"--measure-cpus wants comma-separated CPU ids, not {text!r}") from None
 
 
-def _layout_list(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
 def run_collect(args: argparse.Namespace) -> dict:
     custom = args.target or args.num_cores or args.mcpu
     target = parse_target(args.target, args.num_cores, args.mcpu) if custom else None
@@ -317,7 +313,7 @@ def run_collect(args: argparse.Namespace) -> dict:
                          repeat=args.repeat, min_repeat_ms=args.min_repeat_ms, seed=args.seed, max_tasks=args.max_tasks,
                          task_filter=args.task_filter, platform_info=info, workers=args.workers,
                          population=args.population, genetic_iters=args.genetic_iters,
-                         measure_cpus=_cpu_list(args.measure_cpus), conv_layouts=_layout_list(args.conv_layouts),
+                         measure_cpus=_cpu_list(args.measure_cpus), conv_layouts=tuple(args.conv_layouts),
                          held_out=None if args.held_out == "none" else tuple(args.held_out.split(",")))
     print(json.dumps(result, indent=1))
     return result

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli.options import fraction, json_object_file, non_negative, positive, positive_number
+from ..cli.options import fraction, json_object_file, names, non_negative, positive, positive_number
 from .catalog import DATASET_CONV_LAYOUTS, HELD_OUT, NETWORK_NAMES, SWEEP
 from .network_tuning_config import CONV_LAYOUTS
 
@@ -49,7 +49,7 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser
     p.add_argument("--measure-cpus", default=None, metavar="IDS",
                    help="comma-separated CPU ids the programs run on; searching, building and the rest use the "
                         "other CPUs; give the target as many cores with --num-cores (default: no pinning)")
-    p.add_argument("--conv-layouts", default=",".join(DATASET_CONV_LAYOUTS), metavar="LAYOUTS",
+    p.add_argument("--conv-layouts", type=names, default=",".join(DATASET_CONV_LAYOUTS), metavar="LAYOUTS",
                    help="data layouts of the networks' 2-D convolutions, comma separated, from "
                         f"{', '.join(CONV_LAYOUTS)}; each layout's convolutions are tasks of their own "
                         f"(default {','.join(DATASET_CONV_LAYOUTS)})")
