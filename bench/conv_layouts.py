@@ -47,18 +47,20 @@ def subset_scores(pd, score, names, ids, networks, min_programs) -> dict:
     return {**s, "tasks_with_programs": len(ids)}
 
 
-def layout_scores(checkpoint, dataset: Path, hashes: dict, min_programs: int, threads: int) -> dict:
-    import torch
-
-    from tcl.checkpoint import load_checkpoint
-    from tcl.evaluate import task_names
+def dataset_programs(dataset: Path):
+    """The dataset's programs, featurized once for every model scored."""
     from tcl.features import featurize
     from tcl.program_data import ProgramData
+
+    return ProgramData(featurize([str(dataset)]))
+
+
+def layout_scores(checkpoint, pd, hashes: dict, min_programs: int) -> dict:
+    from tcl.checkpoint import load_checkpoint
+    from tcl.evaluate import task_names
     from tcl.scoring import predict
 
-    torch.set_num_threads(threads)
     model, _ = load_checkpoint(checkpoint)
-    pd = ProgramData(featurize([str(dataset)]))
     score = predict(model, pd)
     names = task_names(pd.tasks)
     out = {}
@@ -88,15 +90,19 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "conv_layouts.json"), help="the summary JSON")
     args = p.parse_args(argv)
 
+    import torch
+
     from tcl.evaluate import default_model_path
     from tcl.tvm.targets import default_target
 
     models = {"shipped": default_model_path(), **dict(args.checkpoint)}
     dataset = Path(args.dataset)
     hashes = layout_tasks(args.networks.split(","), default_target(1))
+    torch.set_num_threads(args.threads)
+    pd = dataset_programs(dataset)
     result = {"dataset": dataset.name, "min_programs": args.min_programs, "models": {}}
     for name, ck in models.items():
-        result["models"][name] = layout_scores(ck, dataset, hashes, args.min_programs, args.threads)
+        result["models"][name] = layout_scores(ck, pd, hashes, args.min_programs)
         for split, layouts in result["models"][name].items():
             for layout, rows in layouts.items():
                 for net, s in rows.items():

@@ -41,15 +41,19 @@ def tuned_platform(runs: list[Path]) -> dict:
 
 
 def scores_under(checkpoints: dict, runs: list[Path], platform: dict, min_programs: int, threads: int) -> dict:
-    """Each checkpoint's pooled Top-1 and task mean on the runs' programs, read under `platform`."""
+    """Each checkpoint's pooled Top-1 and task mean on the runs' programs, read under `platform`
+    (featurized once for all checkpoints)."""
     from tcl.evaluate import evaluate
+    from tcl.features import featurize
+    from tcl.program_data import ProgramData
 
     with tempfile.TemporaryDirectory() as tmp:
         for i, r in enumerate(runs):
             shutil.copytree(r / "db", Path(tmp) / f"{i:02d}-{r.name}")
         (Path(tmp) / "platform.json").write_text(json.dumps(platform))
-        return {name: held_out_summary(evaluate(ck, [tmp], all_tasks=True, threads=threads), min_programs)
-                for name, ck in checkpoints.items()}
+        pd = ProgramData(featurize([tmp]))
+    return {name: held_out_summary(evaluate(ck, pd, all_tasks=True, threads=threads), min_programs)
+            for name, ck in checkpoints.items()}
 
 
 def main(argv=None) -> int:

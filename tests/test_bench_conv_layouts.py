@@ -41,7 +41,7 @@ def test_each_layout_and_split_is_scored_apart(tmp_path):
     workload = {Path(t.source).parent.name: t.workload for t in featurize([str(d)]).tasks}
     hashes = {"net": {"NCHW": {workload["matmul_128"]}, "NHWC": {workload["conv2d_1x16x14x14_32_3x3"]}}}
 
-    out = conv_layouts.layout_scores(default_model_path(), d, hashes, 4, 1)
+    out = conv_layouts.layout_scores(default_model_path(), conv_layouts.dataset_programs(d), hashes, 4)
     assert set(out["train"]["NCHW"]) == {"net", "all"} and out["train"]["NHWC"] == {}
     assert set(out["test"]["NHWC"]) == {"net", "all"} and out["test"]["NCHW"] == {}
     row = out["test"]["NHWC"]["net"]
