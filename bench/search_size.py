@@ -60,24 +60,31 @@ def stored_settings(marker: Path) -> dict:
     return {"conv_layout": "NCHW", **json.loads(marker.read_text())}
 
 
-def run_settings(v: dict, seed: int, minutes: float, network: str, model: str | None = None) -> dict:
+def run_settings(v: dict, seed: int, minutes: float, network: str, model: str | None = None,
+                 explore: float | None = None) -> dict:
     from tcl.runtime import model_sha256
     from tcl.tvm.hardware import detect_host, platform_name
 
     settings = {**v, "seed": seed, "minutes": minutes, "network": network, "host": platform_name(detect_host())}
     if v["cost_model"] == "tcl":
         settings["model_sha256"] = model_sha256(model)
+        if explore is not None:
+            settings["explore"] = explore
     return settings
 
 
-def run_dir(v: dict, seed: int, work, model: str | None = None) -> Path:
+def run_dir(v: dict, seed: int, work, model: str | None = None, explore: float | None = None) -> Path:
     """Where a run is kept: named after its variant and seed, and a TCL run of another model than the
-    shipped one after that model too, so that it never replaces the shipped model's run."""
+    shipped one, or with another exploration weight than tcl tune's, after that too, so that it never
+    replaces the default run."""
     from tcl.runtime import model_sha256
 
     name = f"{variant_name(v).replace(':', '-').replace('/', '-b').replace('@', '-')}-s{seed}"
-    if model is not None and v["cost_model"] == "tcl":
-        name += f"-m{model_sha256(model)[:8]}"
+    if v["cost_model"] == "tcl":
+        if model is not None:
+            name += f"-m{model_sha256(model)[:8]}"
+        if explore is not None:
+            name += f"-e{explore:g}"
     return Path(work) / name
 
 
@@ -91,9 +98,9 @@ def run_one(v: dict, seed: int, args) -> dict:
     from tcl.tvm.network_import import from_builtin
     from tcl.tvm.network_tuning import tune_network
 
-    model = getattr(args, "model", None)
-    out = run_dir(v, seed, args.work, model)
-    settings = run_settings(v, seed, args.minutes, args.network, model)
+    model, explore = getattr(args, "model", None), getattr(args, "explore", None)
+    out = run_dir(v, seed, args.work, model, explore)
+    settings = run_settings(v, seed, args.minutes, args.network, model, explore)
     marker = out / "bench_settings.json"
     if marker.is_file() and stored_settings(marker) == settings and (out / "report.json").is_file():
         print(f"  reusing {out}", file=sys.stderr)
@@ -103,7 +110,8 @@ def run_one(v: dict, seed: int, args) -> dict:
             shutil.rmtree(out)
         network = from_builtin(args.network, conv_layout=v["conv_layout"])
         report = tune_network(network, out, minutes=args.minutes, cost_model=v["cost_model"], model_path=model,
-                              seed=seed, trials_per_iter=v["trials_per_iter"], measure=False, label=variant_name(v),
+                              explore=explore, seed=seed, trials_per_iter=v["trials_per_iter"], measure=False,
+                              label=variant_name(v),
                               search={"population_size": v["population_size"],
                                       "genetic_num_iters": v["genetic_num_iters"]})
         write_json(marker, settings)
@@ -133,6 +141,8 @@ def main(argv=None) -> int:
                    help="variants that run at every seed of --seeds; the others at the first (default: %(default)s)")
     p.add_argument("--model", default=None, metavar="MODEL.onnx",
                    help="the exported model of the tcl variants (default: the shipped one)")
+    p.add_argument("--explore", type=float, default=None, metavar="WEIGHT",
+                   help="the exploration weight of the tcl variants (default: tcl tune's)")
     p.add_argument("--work", default=os.path.expanduser("~/.cache/tcl/bench-search-size"),
                    help="where runs are kept and reused (default: %(default)s)")
     p.add_argument("--out", default=str(RESULT), help="summary JSON (default: bench/results/search_size.json)")
@@ -140,7 +150,8 @@ def main(argv=None) -> int:
     variants = [parse_variant(t) for t in args.variants.split(",") if t]
     seeds = [int(s) for s in args.seeds.split(",") if s]
     every_seed = {variant_name(parse_variant(t)) for t in args.seeds_of.split(",") if t}
-    results = {"settings": {"network": args.network, "minutes": args.minutes, "model": args.model}, "variants": {}}
+    results = {"settings": {"network": args.network, "minutes": args.minutes, "model": args.model,
+                                "explore": args.explore}, "variants": {}}
     for v in variants:
         name = variant_name(v)
         runs = {}

@@ -32,7 +32,7 @@ def test_the_estimate_at_a_time_is_the_last_one_before_it():
 
 def test_a_stored_run_is_reused_only_with_the_same_settings(tmp_path, monkeypatch):
     v = bench.parse_variant("xgb:256x2@NCHW")
-    monkeypatch.setattr(bench, "run_settings", lambda v, seed, minutes, network, model=None: {**v, "seed": seed})
+    monkeypatch.setattr(bench, "run_settings", lambda v, seed, *rest, **kw: {**v, "seed": seed})
     out = tmp_path / "xgb-256x2-b16-NCHW-s0"
     out.mkdir()
     report = {"seconds": 360.0, "trials": 400, "time_split": {}, "builds_timed_out": 0,
@@ -55,3 +55,12 @@ def test_a_run_of_another_model_is_kept_apart(tmp_path):
     assert bench.run_dir(v, 0, tmp_path, str(other)).name.startswith("tcl-128x2-b16-NHWC-s0-m")
     xgb = bench.parse_variant("xgb:256x2")
     assert bench.run_dir(xgb, 0, tmp_path, str(other)) == bench.run_dir(xgb, 0, tmp_path)  # no TCL model in it
+
+
+def test_a_run_with_another_exploration_weight_is_kept_apart(tmp_path):
+    tcl, xgb = bench.parse_variant("tcl:128x2"), bench.parse_variant("xgb:256x2")
+    assert bench.run_dir(tcl, 1, tmp_path, explore=0.0).name == "tcl-128x2-b16-NHWC-s1-e0"
+    assert bench.run_dir(xgb, 1, tmp_path, explore=0.0) == bench.run_dir(xgb, 1, tmp_path)
+    settings = bench.run_settings(tcl, 1, 6.0, "resnet18", explore=0.0)
+    assert settings["explore"] == 0.0 and "explore" not in bench.run_settings(tcl, 1, 6.0, "resnet18")
+    assert "explore" not in bench.run_settings(xgb, 1, 6.0, "resnet18", explore=0.0)
