@@ -6,7 +6,10 @@ under that hardware's descriptor. This scores checkpoints on the databases of tu
 (`tcl tune --out DIR` or a bench run directory, each with db/ and report.json), every task's
 programs pooled over the runs given: under the descriptor of the hardware the runs tuned (this
 host, with the cores of the runs' target; the runs must come from this host) and under each
---platform given, e.g. a dataset's one-core platform.json. Writes bench/results/tuned_ranking.json.
+--platform given, e.g. a dataset's one-core platform.json. Per run and task it also says where each
+checkpoint puts that run's best program among the task's programs (`best_rank`): when one cost model's
+run found a faster program than another's, this tells a ranking that scores it low from a search that
+never reached it. Writes bench/results/tuned_ranking.json.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 from tcl.atomic import write_json
 from tcl.cli.options import HelpFormatter, json_object_file, named_checkpoint, positive
@@ -40,20 +45,57 @@ def tuned_platform(runs: list[Path]) -> dict:
     return platform
 
 
+def run_labels(runs: list[Path]) -> list[str]:
+    """Each run's directory name, with its parent's when two runs share a name (e.g. tcl/seed0, xgb/seed0)."""
+    names = [r.name for r in runs]
+    return names if len(set(names)) == len(names) else [f"{r.parent.name}/{r.name}" for r in runs]
+
+
+def best_percentiles(score, cost, group, run, min_programs: int) -> dict:
+    """{run: {group: share of the group's programs scored below that run's fastest program of it}}:
+    1 when the model ranks that program first, 0 when last; groups with fewer than `min_programs`
+    programs are left out."""
+    out: dict = {}
+    for g in np.unique(group):
+        in_g = group == g
+        if in_g.sum() < min_programs:
+            continue
+        for r in np.unique(run[in_g]):
+            mine = np.flatnonzero(in_g & (run == r))
+            best = mine[np.argmin(cost[mine])]
+            out.setdefault(int(r), {})[g] = float((score[in_g] < score[best]).mean())
+    return out
+
+
 def scores_under(checkpoints: dict, runs: list[Path], platform: dict, min_programs: int, threads: int) -> dict:
-    """Each checkpoint's pooled Top-1 and task mean on the runs' programs, read under `platform`
-    (featurized once for all checkpoints)."""
+    """Each checkpoint's pooled Top-1 and task mean on the runs' programs, read under `platform`, and
+    its `best_rank` of each run's best programs (featurized once for all checkpoints)."""
+    import torch
+
+    from tcl.checkpoint import load_checkpoint
     from tcl.evaluate import evaluate
     from tcl.features import featurize
     from tcl.program_data import ProgramData
+    from tcl.scoring import predict
 
+    torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory() as tmp:
         for i, r in enumerate(runs):
             shutil.copytree(r / "db", Path(tmp) / f"{i:02d}-{r.name}")
         (Path(tmp) / "platform.json").write_text(json.dumps(platform))
-        pd = ProgramData(featurize([tmp]))
-    return {name: held_out_summary(evaluate(ck, pd, all_tasks=True, threads=threads), min_programs)
-            for name, ck in checkpoints.items()}
+        fs = featurize([tmp])
+        run_of_source = np.array([int(Path(src).relative_to(tmp).parts[0][:2]) for src in fs.sources])
+    pd = ProgramData(fs)
+    group = np.array([fs.tasks[t].workload for t in fs.task])  # a task's structural hash, the same in every run
+    labels = run_labels(runs)
+    cells = {}
+    for name, ck in checkpoints.items():
+        model, _ = load_checkpoint(ck)
+        ranks = best_percentiles(predict(model, pd), fs.cost, group, run_of_source[fs.source], min_programs)
+        cells[name] = {**held_out_summary(evaluate(model, pd, all_tasks=True, threads=threads), min_programs),
+                       "best_rank": {labels[r]: {"median": float(np.median(list(v.values()))), "tasks": v}
+                                     for r, v in sorted(ranks.items())}}
+    return cells
 
 
 def main(argv=None) -> int:
@@ -77,13 +119,14 @@ def main(argv=None) -> int:
 
     checkpoints = {"shipped": default_model_path(), **dict(args.checkpoint)}
     platforms = [tuned_platform(args.runs), *args.platform]
-    result = {"runs": [r.name for r in args.runs], "min_programs": args.min_programs, "platforms": {}}
+    result = {"runs": run_labels(args.runs), "min_programs": args.min_programs, "platforms": {}}
     for platform in platforms:
         cells = scores_under(checkpoints, args.runs, platform, args.min_programs, args.threads)
         result["platforms"][platform["name"]] = cells
         for name, s in cells.items():
+            ranks = "  ".join(f"{run} {b['median']:.2f}" for run, b in s["best_rank"].items())
             print(f"{platform['name']:<24} {name:<12} pooled {s['top1']:.3f}  task mean {s['task_mean']:.3f} "
-                  f"({s['tasks']} tasks)", file=sys.stderr)
+                  f"({s['tasks']} tasks)  best program's rank, median: {ranks}", file=sys.stderr)
     write_json(args.out, result)
     return 0
 

@@ -45,6 +45,28 @@ def test_runs_scored_under_the_tuned_hardware_and_another(tmp_path):
     for cells in result["platforms"].values():
         assert set(cells) == {"shipped", "again"} and cells["shipped"] == cells["again"]
         assert cells["shipped"]["tasks"] == 2 and 0 < cells["shipped"]["top1"] <= 1
+        ranks = cells["shipped"]["best_rank"]
+        assert set(ranks) == {"run0", "run1"} and ranks["run0"] == ranks["run1"]  # the same programs
+        assert len(ranks["run0"]["tasks"]) == 2 and all(0 <= v <= 1 for v in ranks["run0"]["tasks"].values())
+
+
+def test_runs_of_one_name_are_told_apart_by_their_parent():
+    runs = [Path("work/tcl/seed0"), Path("work/xgb/seed0")]
+    assert tuned_ranking.run_labels(runs) == ["tcl/seed0", "xgb/seed0"]
+    assert tuned_ranking.run_labels([Path("a/run0"), Path("a/run1")]) == ["run0", "run1"]
+
+
+def test_a_runs_best_program_is_placed_among_the_tasks_programs():
+    import numpy as np
+
+    score = np.array([0.9, 0.1, 0.5, 0.3, 0.7, 0.2])
+    cost = np.array([2.0, 1.0, 3.0, 4.0, 1.5, 9.0])
+    group = np.array(["a", "a", "a", "a", "b", "b"])
+    run = np.array([0, 0, 1, 1, 0, 1])
+    ranks = tuned_ranking.best_percentiles(score, cost, group, run, min_programs=2)
+    # task a: run 0's fastest (cost 1.0) is scored lowest of four; run 1's fastest (3.0) above one of them
+    assert ranks == {0: {"a": 0.0, "b": 0.5}, 1: {"a": 0.5, "b": 0.0}}
+    assert tuned_ranking.best_percentiles(score, cost, group, run, min_programs=3) == {0: {"a": 0.0}, 1: {"a": 0.5}}
 
 
 def test_runs_of_another_host_are_refused(tmp_path):
