@@ -73,8 +73,9 @@ def scores_under(checkpoints: dict, runs: list[Path], platform: dict, min_progra
     import torch
 
     from tcl.checkpoint import load_checkpoint
-    from tcl.evaluate import evaluate
+    from tcl.evaluate import task_names
     from tcl.features import featurize
+    from tcl.metrics import evaluate_predictions
     from tcl.program_data import ProgramData
     from tcl.scoring import predict
 
@@ -88,11 +89,15 @@ def scores_under(checkpoints: dict, runs: list[Path], platform: dict, min_progra
     pd = ProgramData(fs)
     group = np.array([fs.tasks[t].workload for t in fs.task])  # a task's structural hash, the same in every run
     labels = run_labels(runs)
+    names = task_names(pd.tasks)
+    networks = {names[i]: t.networks or {"all": t.weight} for i, t in enumerate(pd.tasks)}  # as tcl.evaluate
     cells = {}
     for name, ck in checkpoints.items():
         model, _ = load_checkpoint(ck)
-        ranks = best_percentiles(predict(model, pd), fs.cost, group, run_of_source[fs.source], min_programs)
-        cells[name] = {**held_out_summary(evaluate(model, pd, all_tasks=True, threads=threads), min_programs),
+        score = predict(model, pd)  # once, for both the Top-1 cells and best_rank
+        ranks = best_percentiles(score, fs.cost, group, run_of_source[fs.source], min_programs)
+        top = evaluate_predictions(pd.cost, score, pd.task, names, networks)
+        cells[name] = {**held_out_summary(top, min_programs),
                        "best_rank": {labels[r]: {"median": float(np.median(list(v.values()))), "tasks": v}
                                      for r, v in sorted(ranks.items())}}
     return cells
