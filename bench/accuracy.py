@@ -69,7 +69,7 @@ def stored_runs(detail_path: Path, platform: str, model: str, settings: dict) ->
 def _score(data, test_ids, scores_by_program) -> dict:
     idx = data.programs_of(test_ids)
     keys = [task_key(t) for t in data.tasks]
-    nets = {task_key(t): t.networks or {"all": t.weight} for t in data.tasks}
+    nets = {task_key(t): t.network_weights for t in data.tasks}
     return evaluate_predictions(data.cost[idx], scores_by_program[idx], data.task[idx], keys, nets)
 
 

@@ -90,7 +90,7 @@ def scores_under(checkpoints: dict, runs: list[Path], platform: dict, min_progra
     group = np.array([fs.tasks[t].workload for t in fs.task])  # a task's structural hash, the same in every run
     labels = run_labels(runs)
     names = task_names(pd.tasks)
-    networks = {names[i]: t.networks or {"all": t.weight} for i, t in enumerate(pd.tasks)}  # as tcl.evaluate
+    networks = {names[i]: t.network_weights for i, t in enumerate(pd.tasks)}
     cells = {}
     for name, ck in checkpoints.items():
         model, _ = load_checkpoint(ck)

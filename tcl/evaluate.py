@@ -117,7 +117,7 @@ def evaluate(model_or_checkpoint, data, all_tasks: bool = False, batch_size: int
                           "(or none is split 'test'); pass --all to score all tasks anyway")
     idx = pd.programs_of(ids)
     names = task_names(pd.tasks)
-    nets = {names[i]: t.networks or {"all": t.weight} for i, t in enumerate(pd.tasks)}
+    nets = {names[i]: t.network_weights for i, t in enumerate(pd.tasks)}
     out = evaluate_predictions(pd.cost[idx], predict(model, pd, batch_size, idx), pd.task[idx],
                                names, nets)
     out["model"] = {"path": where, "arch": ck.get("arch", type(model).__name__),

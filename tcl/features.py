@@ -74,6 +74,11 @@ class TaskInfo:
     split: str = ""  # "train" / "test" (held-out networks) when task.json says so
     platform: dict | None = None  # platform.json beside the database or in a parent
 
+    @property
+    def network_weights(self) -> dict:
+        """{network: occurrences} for the pooled scores; {"all": weight} when no network is known."""
+        return self.networks or {"all": self.weight}
+
 
 @dataclass
 class FeatureSet:

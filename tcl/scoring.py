@@ -35,6 +35,6 @@ def score_tasks(model, data: ProgramData, task_ids, batch_size: int = 256) -> di
     """tcl.metrics summary of the model's ranking on the given tasks (names = task keys)."""
     idx = data.programs_of(task_ids)
     keys = [task_key(t) for t in data.tasks]
-    nets = {task_key(t): t.networks or {"all": t.weight} for t in data.tasks}
+    nets = {task_key(t): t.network_weights for t in data.tasks}
     return evaluate_predictions(data.cost[idx], predict(model, data, batch_size, idx),
                                 data.task[idx], keys, nets)
