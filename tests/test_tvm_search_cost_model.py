@@ -1,5 +1,8 @@
 """TCL's cost model inside a real MetaSchedule search (stock tune_tir, fast builder, LocalRunner)."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -217,3 +220,29 @@ def test_mlp_fixes_let_train_full_meet_a_batch_of_one():
 
     with pytest.raises(IndexError), mock.patch.object(torch.optim.lr_scheduler, "StepLR", StepLR):
         trainer.train_full()
+
+
+def test_tile_sizes_of_printed_traces_match_the_reference():
+    """In the search the featurizer reads str(trace), TVM's printed Python; its tile sizes read back
+    as the database's trace JSON gives them."""
+    from tcl.features import featurize_traces
+    from tcl.tile_decisions import innermost_factors, innermost_factors_of_trace
+
+    fixture = Path(__file__).parent / "fixtures" / "ms" / "conv2d_1x16x14x14_32_3x3"
+    records = ms.database.JSONDatabase(work_dir=str(fixture)).get_all_tuning_records()
+    seq, _, _ = featurize_traces([str(r.trace) for r in records])
+    lines = (fixture / "database_tuning_record.json").read_text().splitlines()
+    expected = np.array([innermost_factors_of_trace(json.loads(line)[1][0]) for line in lines if line.strip()])
+    got = innermost_factors(seq)
+    assert len(got) == len(expected) > 0
+    # the database hands records back in its own order: compare them as sorted rows
+    np.testing.assert_array_equal(got[np.lexsort(got.T[::-1])], expected[np.lexsort(expected.T[::-1])])
+
+
+def test_saved_state_of_other_features_is_refused(exported_model, tmp_path):
+    _, path, _ = exported_model
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"model": str(path), "tasks": {"1": {"x": [[0.0] * 5] * 16,
+                                                                             "secs": [1e-3] * 16}}}))
+    with pytest.raises(ValueError, match="another version of tcl"):
+        CostModel(path).load(str(state))

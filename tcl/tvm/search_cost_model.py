@@ -5,7 +5,7 @@ C++ -> scored by the ONNX model in onnxruntime on one thread. No torch.
 
 update: the exported model is fixed; what this tuning run measures corrects it per task with a
 small ridge regression (closed form, cheap next to a measurement) from [model score, pooled
-features] to the measured normalised throughput (best latency of the task so far / latency). It
+features, tile sizes (tcl.tile_decisions)] to the measured normalised throughput (best latency of the task so far / latency). It
 starts to count once a task has `min_samples` measurements and its weight grows with their number,
 so the pretrained ranking leads early and the run's own evidence later.
 
@@ -25,9 +25,10 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
 from ..atomic import write_json
-from ..features import featurize_traces
+from ..features import SPEC, featurize_traces
 from ..hardware import hardware_vector
 from ..runtime import Scorer
+from ..tile_decisions import TILE_ROWS, alignment_features, innermost_factors
 
 
 def _pooled(seq, length) -> np.ndarray:
@@ -48,7 +49,7 @@ def _standard(v: np.ndarray) -> np.ndarray:
 
 
 class _TaskResidual:
-    """Ridge regression of measured throughput on [score, pooled features] for one task."""
+    """Ridge regression of measured throughput on [score, pooled features, tile sizes] for one task."""
 
     def __init__(self):
         self.x: list[np.ndarray] = []
@@ -103,7 +104,8 @@ class CostModel(ms.cost_model.PyCostModel):
         seq, length, workload = featurize_traces(texts)
         hardware = np.broadcast_to(self.hardware, (len(texts), len(self.hardware)))
         score = self.scorer.score(seq, length, workload, hardware)
-        return score, np.hstack([score[:, None], _pooled(seq, length), workload])
+        tiles = alignment_features(innermost_factors(seq))
+        return score, np.hstack([score[:, None], _pooled(seq, length), workload, tiles])
 
     @staticmethod
     def _task(context) -> int:
@@ -151,7 +153,11 @@ class CostModel(ms.cost_model.PyCostModel):
         with open(path) as f:
             state = json.load(f)
         self.tasks = {}
+        width = 1 + SPEC.row_dim + SPEC.workload_dim + alignment_features(np.zeros((1, TILE_ROWS))).shape[1]
         for k, v in state["tasks"].items():
+            if v["x"] and len(v["x"][0]) != width:
+                raise ValueError(f"{path}: saved by another version of tcl ({len(v['x'][0])} features per "
+                                 f"program, this one has {width}); tune without it")
             res = _TaskResidual()
             res.add(np.asarray(v["x"]), np.asarray(v["secs"]))
             if len(res.secs) >= self.min_samples:
