@@ -22,15 +22,13 @@ def innermost_factors(seq: np.ndarray, rows: int = TILE_ROWS) -> np.ndarray:
     """[N, rows] the innermost factor of each program's first `rows` SamplePerfectTile decisions, in
     trace order; 0 where a program has fewer. A MetaSchedule row's numbers are
     [outputs, decision..., ...], each stored as log1p, so the innermost factor is slot `outputs`."""
-    numbers = np.rint(np.expm1(np.abs(seq[:, :, SPEC.num_kinds:].astype(np.float64))))
-    outputs = np.clip(numbers[:, :, 0].astype(np.int64), 1, SPEC.num_numeric - 1)
-    inner = np.take_along_axis(numbers, outputs[:, :, None], 2)[:, :, 0]
     is_tile = seq[:, :, _TILE_KIND] > 0
     rank = np.cumsum(is_tile, 1) - 1
-    keep = is_tile & (rank < rows)
+    i, j = np.nonzero(is_tile & (rank < rows))
+    numbers = seq[i, j, SPEC.num_kinds:].astype(np.float64)  # only the kept tile rows: cheap in the search loop
+    outputs = np.clip(np.rint(np.expm1(numbers[:, 0])).astype(np.int64), 1, SPEC.num_numeric - 1)
     out = np.zeros((len(seq), rows))
-    i, j = np.nonzero(keep)
-    out[i, rank[i, j]] = inner[i, j]
+    out[i, rank[i, j]] = np.rint(np.expm1(numbers[np.arange(len(i)), outputs]))
     return out
 
 
