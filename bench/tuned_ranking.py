@@ -67,6 +67,20 @@ def best_percentiles(score, cost, group, run, min_programs: int) -> dict:
     return out
 
 
+def featurize_runs(runs: list[Path], platform: dict):
+    """The runs' programs featurized under `platform`, with each program's run (an index into `runs`)
+    and task (its structural hash, the same in every run)."""
+    from tcl.features import featurize
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, r in enumerate(runs):
+            shutil.copytree(r / "db", Path(tmp) / f"{i:02d}-{r.name}")
+        (Path(tmp) / "platform.json").write_text(json.dumps(platform))
+        fs = featurize([tmp])
+        run_of_source = np.array([int(Path(src).relative_to(tmp).parts[0][:2]) for src in fs.sources])
+    return fs, run_of_source[fs.source], np.array([fs.tasks[t].workload for t in fs.task])
+
+
 def scores_under(checkpoints: dict, runs: list[Path], platform: dict, min_programs: int, threads: int) -> dict:
     """Each checkpoint's pooled Top-1 and task mean on the runs' programs, read under `platform`, and
     its `best_rank` of each run's best programs (featurized once for all checkpoints)."""
@@ -74,20 +88,13 @@ def scores_under(checkpoints: dict, runs: list[Path], platform: dict, min_progra
 
     from tcl.checkpoint import load_checkpoint
     from tcl.evaluate import task_names
-    from tcl.features import featurize
     from tcl.metrics import evaluate_predictions
     from tcl.program_data import ProgramData
     from tcl.scoring import predict
 
     torch.set_num_threads(threads)
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, r in enumerate(runs):
-            shutil.copytree(r / "db", Path(tmp) / f"{i:02d}-{r.name}")
-        (Path(tmp) / "platform.json").write_text(json.dumps(platform))
-        fs = featurize([tmp])
-        run_of_source = np.array([int(Path(src).relative_to(tmp).parts[0][:2]) for src in fs.sources])
+    fs, run, group = featurize_runs(runs, platform)
     pd = ProgramData(fs)
-    group = np.array([fs.tasks[t].workload for t in fs.task])  # a task's structural hash, the same in every run
     labels = run_labels(runs)
     names = task_names(pd.tasks)
     networks = {names[i]: t.network_weights for i, t in enumerate(pd.tasks)}
@@ -95,7 +102,7 @@ def scores_under(checkpoints: dict, runs: list[Path], platform: dict, min_progra
     for name, ck in checkpoints.items():
         model, _ = load_checkpoint(ck)
         score = predict(model, pd)  # once, for both the Top-1 cells and best_rank
-        ranks = best_percentiles(score, fs.cost, group, run_of_source[fs.source], min_programs)
+        ranks = best_percentiles(score, fs.cost, group, run, min_programs)
         top = evaluate_predictions(pd.cost, score, pd.task, names, networks)
         cells[name] = {**held_out_summary(top, min_programs),
                        "best_rank": {labels[r]: {"median": float(np.median(list(v.values()))), "tasks": v}

@@ -98,14 +98,36 @@ class CostModel(ms.cost_model.PyCostModel):
         self.stats = {"predict_calls": 0, "predicted": 0, "predict_seconds": 0.0,
                       "update_calls": 0, "updated": 0, "update_seconds": 0.0}
 
-    # -- helpers
-    def _features(self, candidates):
-        texts = [str(c.sch.trace) for c in candidates]
-        seq, length, workload = featurize_traces(texts)
-        hardware = np.broadcast_to(self.hardware, (len(texts), len(self.hardware)))
+    # -- the correction, on featurized programs (also what bench/correction_replay.py replays)
+    def program_features(self, seq, length, workload) -> tuple[np.ndarray, np.ndarray]:
+        """(the exported model's scores, the correction's inputs) of featurized programs."""
+        hardware = np.broadcast_to(self.hardware, (len(seq), len(self.hardware)))
         score = self.scorer.score(seq, length, workload, hardware)
         tiles = alignment_features(innermost_factors(seq))
         return score, np.hstack([score[:, None], _pooled(seq, length), workload, tiles])
+
+    def observe(self, task, x: np.ndarray, secs: np.ndarray) -> None:
+        """Measured programs of `task` (their correction inputs and mean seconds); the task's ridge is
+        refitted once it has `min_samples`."""
+        res = self.tasks.setdefault(task, _TaskResidual())
+        res.add(x, secs)
+        if len(res.secs) >= self.min_samples:
+            res.fit(self.alpha)
+
+    def ranking(self, task, score: np.ndarray, x: np.ndarray, explore: float | None = None) -> np.ndarray:
+        """Higher = predicted faster: the model's scores, blended with the task's correction (which
+        gains weight as its measurements accumulate) plus the exploration bonus (`explore`, default
+        the model's)."""
+        res = self.tasks.get(task)
+        if not self.adapt or res is None or res.coef is None:
+            return score
+        w = min(1.0, len(res.secs) / self.ramp)
+        blended = (1 - w) * _standard(score) + w * _standard(res.correct(x))
+        explore = self.explore if explore is None else explore
+        return blended + explore * _standard(res.spread(x)) if explore else blended
+
+    def _features(self, candidates):
+        return self.program_features(*featurize_traces([str(c.sch.trace) for c in candidates]))
 
     @staticmethod
     def _task(context) -> int:
@@ -116,14 +138,7 @@ class CostModel(ms.cost_model.PyCostModel):
         t0 = time.perf_counter()
         if not candidates:
             return np.zeros(0)
-        score, x = self._features(candidates)
-        res = self.tasks.get(self._task(context))
-        if self.adapt and res is not None and res.coef is not None:
-            # blend: the run's own fit gains weight as its measurements accumulate
-            w = min(1.0, len(res.secs) / self.ramp)
-            score = (1 - w) * _standard(score) + w * _standard(res.correct(x))
-            if self.explore:
-                score = score + self.explore * _standard(res.spread(x))
+        score = self.ranking(self._task(context), *self._features(candidates))
         self.stats["predict_calls"] += 1
         self.stats["predicted"] += len(candidates)
         self.stats["predict_seconds"] += time.perf_counter() - t0
@@ -137,10 +152,7 @@ class CostModel(ms.cost_model.PyCostModel):
         if ok:
             secs = np.array([np.mean([float(s) for s in results[i].run_secs]) for i in ok])
             _, x = self._features([candidates[i] for i in ok])
-            res = self.tasks.setdefault(self._task(context), _TaskResidual())
-            res.add(x, secs)
-            if len(res.secs) >= self.min_samples:
-                res.fit(self.alpha)
+            self.observe(self._task(context), x, secs)
         self.stats["update_calls"] += 1
         self.stats["updated"] += len(candidates)
         self.stats["update_seconds"] += time.perf_counter() - t0
@@ -158,8 +170,4 @@ class CostModel(ms.cost_model.PyCostModel):
             if v["x"] and len(v["x"][0]) != width:
                 raise ValueError(f"{path}: saved by another version of tcl ({len(v['x'][0])} features per "
                                  f"program, this one has {width}); tune without it")
-            res = _TaskResidual()
-            res.add(np.asarray(v["x"]), np.asarray(v["secs"]))
-            if len(res.secs) >= self.min_samples:
-                res.fit(self.alpha)
-            self.tasks[int(k)] = res
+            self.observe(int(k), np.asarray(v["x"]), np.asarray(v["secs"]))

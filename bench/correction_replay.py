@@ -1,0 +1,99 @@
+"""What TCL's in-loop correction learns from one tuning run, tried on the programs another run measured.
+
+Inside the search (tcl.tvm.search_cost_model) the exported model's scores are corrected per task by
+a ridge regression on what the run has measured. A tuning run measures the region its own ranking
+led it to; the programs another run of the same network found (another cost model's, another
+seed's) tell whether the correction also ranks programs outside that region. For each ordered pair
+of runs (A -> B), every task's correction is fitted on all of A's measurements of it, as at the end
+of run A, and ranks B's programs of that task, without the exploration bonus. Per task: Top-1 (B's
+fastest latency / the latency of the program ranked first) and Top-16 (the same for the fastest of
+the 16 ranked first: one batch), for the model's scores alone and corrected; the tables give the
+mean over the tasks both runs measured at least --min-programs programs of. The runs must come from
+this host (read under its descriptor with the runs' cores, as they were tuned). Writes
+bench/results/correction_replay.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from itertools import permutations
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tuned_ranking import featurize_runs, run_labels, tuned_platform  # noqa: E402
+
+from tcl.atomic import write_json  # noqa: E402
+from tcl.cli.options import HelpFormatter, positive  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+BATCH = 16  # programs per measured batch in tcl tune (tcl.tvm.network_tuning_config.TRIALS_PER_ITER)
+
+
+def top_k(score: np.ndarray, cost: np.ndarray, k: int) -> float:
+    """The fastest latency / that of the fastest among the k programs scored highest (1 = found it)."""
+    return float(cost.min() / cost[np.argsort(-score, kind="stable")[:k]].min())
+
+
+def replay(model, score, x, cost, run, task, a: int, b: int, min_programs: int) -> dict:
+    """{task: {"model": [top1, top16], "corrected": [top1, top16]}} for the correction fitted on run a's
+    programs and tried on run b's."""
+    model.tasks.clear()
+    out = {}
+    for t in np.unique(task):
+        mine, theirs = (task == t) & (run == a), np.flatnonzero((task == t) & (run == b))
+        if mine.sum() < min_programs or len(theirs) < min_programs:
+            continue
+        model.observe(t, x[mine], cost[mine])
+        corrected = model.ranking(t, score[theirs], x[theirs], explore=0.0)
+        out[str(t)] = {name: [top_k(s, cost[theirs], 1), top_k(s, cost[theirs], BATCH)]
+                       for name, s in (("model", score[theirs]), ("corrected", corrected))}
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("runs", nargs="+", type=Path, help="two or more tuning run directories (db/ and report.json) "
+                   "of one network, of this host")
+    p.add_argument("--model", type=Path, default=None, metavar="MODEL.onnx",
+                   help="the exported model (default: the shipped one)")
+    p.add_argument("--min-programs", type=positive, default=16,
+                   help="programs each run of a pair must have measured of a task for it to count "
+                        "(the correction starts at 16)")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "correction_replay.json",
+                   help="the summary JSON")
+    args = p.parse_args(argv)
+    if len(args.runs) < 2:
+        p.error("give at least two runs")
+    for r in args.runs:
+        if not (r / "db").is_dir() or not (r / "report.json").is_file():
+            p.error(f"{r}: not a tuning run directory (db/ and report.json)")
+
+    from tcl.runtime import default_onnx_path, model_sha256
+    from tcl.tvm.search_cost_model import CostModel
+
+    platform = tuned_platform(args.runs)
+    fs, run, task = featurize_runs(args.runs, platform)
+    model = CostModel(args.model or default_onnx_path(), platform=platform)
+    score, x = model.program_features(fs.seq, fs.length, fs.workload)
+    labels = run_labels(args.runs)
+    result = {"runs": labels, "platform": platform["name"], "model_sha256": model_sha256(model.scorer.path),
+              "min_programs": args.min_programs, "pairs": {}}
+    for a, b in permutations(range(len(args.runs)), 2):
+        tasks = replay(model, score, x, fs.cost, run, task, a, b, args.min_programs)
+        mean = {name: [round(float(np.mean([v[name][i] for v in tasks.values()])), 3) if tasks else None
+                       for i in range(2)] for name in ("model", "corrected")}
+        result["pairs"][f"{labels[a]} -> {labels[b]}"] = {"tasks": len(tasks), "top1_top16": mean,
+                                                          "per_task": tasks}
+        print(f"{labels[a]} -> {labels[b]}: {len(tasks)} tasks  Top-1 / Top-{BATCH}, model "
+              f"{mean['model'][0]} / {mean['model'][1]}, corrected {mean['corrected'][0]} / {mean['corrected'][1]}",
+              file=sys.stderr)
+    write_json(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
