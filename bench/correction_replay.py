@@ -8,7 +8,8 @@ of runs (A -> B), every task's correction is fitted on all of A's measurements o
 of run A, and ranks B's programs of that task, without the exploration bonus. Per task: Top-1 (B's
 fastest latency / the latency of the program ranked first) and Top-16 (the same for the fastest of
 the 16 ranked first: one batch), for the model's scores alone and corrected; the tables give the
-mean over the tasks both runs measured at least --min-programs programs of. The runs must come from
+mean over the tasks both runs measured at least --min-programs programs of; --without-tile-sizes
+says what the tile sizes in the correction's inputs are worth. The runs must come from
 this host (read under its descriptor with the runs' cores, as they were tuned). Writes
 bench/results/correction_replay.json.
 """
@@ -60,6 +61,8 @@ def main(argv=None) -> int:
                    "of one network, of this host")
     p.add_argument("--model", type=Path, default=None, metavar="MODEL.onnx",
                    help="the exported model (default: the shipped one)")
+    p.add_argument("--without-tile-sizes", action="store_true",
+                   help="the correction without the tile sizes (tcl.tile_decisions), to see what they bring")
     p.add_argument("--min-programs", type=positive, default=16,
                    help="programs each run of a pair must have measured of a task for it to count "
                         "(the correction starts at 16)")
@@ -77,11 +80,11 @@ def main(argv=None) -> int:
 
     platform = tuned_platform(args.runs)
     fs, run, task = featurize_runs(args.runs, platform)
-    model = CostModel(args.model or default_onnx_path(), platform=platform)
+    model = CostModel(args.model or default_onnx_path(), platform=platform, tile_sizes=not args.without_tile_sizes)
     score, x = model.program_features(fs.seq, fs.length, fs.workload)
     labels = run_labels(args.runs)
     result = {"runs": labels, "platform": platform["name"], "model_sha256": model_sha256(model.scorer.path),
-              "min_programs": args.min_programs, "pairs": {}}
+              "tile_sizes": model.tile_sizes, "min_programs": args.min_programs, "pairs": {}}
     for a, b in permutations(range(len(args.runs)), 2):
         tasks = replay(model, score, x, fs.cost, run, task, a, b, args.min_programs)
         mean = {name: [round(float(np.mean([v[name][i] for v in tasks.values()])), 3) if tasks else None

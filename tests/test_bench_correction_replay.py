@@ -50,3 +50,10 @@ def test_pairs_of_runs_replayed(tmp_path):
     # the same programs in both runs: the replay does not depend on the direction
     a, b = result["pairs"].values()
     assert a["top1_top16"] == b["top1_top16"]
+    assert result["tile_sizes"]
+    assert correction_replay.main([*map(str, runs), "--without-tile-sizes", "--out", str(out)]) == 0
+    without = json.loads(out.read_text())
+    assert not without["tile_sizes"] and without["pairs"]["run0 -> run1"]["tasks"] == 2
+    # the model's own scores do not depend on the correction's inputs
+    assert [p["top1_top16"]["model"] for p in without["pairs"].values()] == \
+        [p["top1_top16"]["model"] for p in result["pairs"].values()]

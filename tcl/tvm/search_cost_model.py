@@ -84,7 +84,7 @@ class CostModel(ms.cost_model.PyCostModel):
 
     def __init__(self, model_path=None, threads: int = 1, adapt: bool = True, min_samples: int = 16,
                  alpha: float = 1.0, ramp: int = 128, explore: float = DEFAULT_EXPLORE,
-                 platform: dict | None = None):
+                 platform: dict | None = None, tile_sizes: bool = True):
         super().__init__()
         if model_path is None:
             from ..runtime import default_onnx_path
@@ -94,6 +94,7 @@ class CostModel(ms.cost_model.PyCostModel):
         self.hardware = hardware_vector(platform) if platform is not None else self.scorer.hardware
         self.adapt, self.min_samples, self.alpha, self.ramp = adapt, min_samples, alpha, ramp
         self.explore = explore
+        self.tile_sizes = tile_sizes  # the correction reads tcl.tile_decisions (False: what that is worth)
         self.tasks: dict[int, _TaskResidual] = {}
         self.stats = {"predict_calls": 0, "predicted": 0, "predict_seconds": 0.0,
                       "update_calls": 0, "updated": 0, "update_seconds": 0.0}
@@ -103,7 +104,7 @@ class CostModel(ms.cost_model.PyCostModel):
         """(the exported model's scores, the correction's inputs) of featurized programs."""
         hardware = np.broadcast_to(self.hardware, (len(seq), len(self.hardware)))
         score = self.scorer.score(seq, length, workload, hardware)
-        tiles = alignment_features(innermost_factors(seq))
+        tiles = alignment_features(innermost_factors(seq)) if self.tile_sizes else np.zeros((len(seq), 0))
         return score, np.hstack([score[:, None], _pooled(seq, length), workload, tiles])
 
     def observe(self, task, x: np.ndarray, secs: np.ndarray) -> None:
@@ -165,7 +166,8 @@ class CostModel(ms.cost_model.PyCostModel):
         with open(path) as f:
             state = json.load(f)
         self.tasks = {}
-        width = 1 + SPEC.row_dim + SPEC.workload_dim + alignment_features(np.zeros((1, TILE_ROWS))).shape[1]
+        width = 1 + SPEC.row_dim + SPEC.workload_dim
+        width += alignment_features(np.zeros((1, TILE_ROWS))).shape[1] if self.tile_sizes else 0
         for k, v in state["tasks"].items():
             if v["x"] and len(v["x"][0]) != width:
                 raise ValueError(f"{path}: saved by another version of tcl ({len(v['x'][0])} features per "
