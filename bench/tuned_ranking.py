@@ -46,9 +46,14 @@ def tuned_platform(runs: list[Path]) -> dict:
 
 
 def run_labels(runs: list[Path]) -> list[str]:
-    """Each run's directory name, with its parent's when two runs share a name (e.g. tcl/seed0, xgb/seed0)."""
-    names = [r.name for r in runs]
-    return names if len(set(names)) == len(names) else [f"{r.parent.name}/{r.name}" for r in runs]
+    """Each run's directory name, with as many of its parents as tell the runs apart (e.g. tcl/seed0,
+    xgb/seed0)."""
+    parts = [r.resolve().parts for r in runs]
+    for depth in range(1, max(map(len, parts)) + 1):
+        labels = ["/".join(p[-depth:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    raise SystemExit("error: a run is given twice")
 
 
 def best_percentiles(score, cost, group, run, min_programs: int) -> dict:

@@ -54,6 +54,10 @@ def test_runs_of_one_name_are_told_apart_by_their_parent():
     runs = [Path("work/tcl/seed0"), Path("work/xgb/seed0")]
     assert tuned_ranking.run_labels(runs) == ["tcl/seed0", "xgb/seed0"]
     assert tuned_ranking.run_labels([Path("a/run0"), Path("a/run1")]) == ["run0", "run1"]
+    assert tuned_ranking.run_labels([Path("/w/old/net/tcl/seed0"), Path("/w/new/net/tcl/seed0")]) == \
+        ["old/net/tcl/seed0", "new/net/tcl/seed0"]
+    with pytest.raises(SystemExit, match="given twice"):
+        tuned_ranking.run_labels([Path("/w/a"), Path("/w/a")])
 
 
 def test_a_runs_best_program_is_placed_among_the_tasks_programs():
