@@ -46,3 +46,16 @@ def test_results_are_one_summary_per_script():
         if name.endswith(".png"):
             plots.append(owner[0])
     assert len(plots) == len(set(plots)), "at most one plot per script"
+
+
+def test_every_scripts_summary_can_be_committed():
+    """What a script writes to bench/results by default is not ignored by git: docs/results.md cites
+    those summaries, and an ignored one is silently never committed."""
+    written = sorted({name for script in SCRIPTS
+                      for name in re.findall(r'results" / "(\w+\.(?:json|png))"', script.read_text())})
+    assert "network_tuning.json" in written
+    out = subprocess.run(["git", "check-ignore", *[f"bench/results/{n}" for n in written]], cwd=ROOT,
+                         capture_output=True, text=True)
+    if out.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert not out.stdout.strip(), f"ignored by .gitignore: {out.stdout.split()}"

@@ -5,9 +5,10 @@ C++ -> scored by the ONNX model in onnxruntime on one thread. No torch.
 
 update: the exported model is fixed; what this tuning run measures corrects it per task with a
 small ridge regression (closed form, cheap next to a measurement) from [model score, pooled
-features, tile sizes (tcl.tile_decisions)] to the measured normalised throughput (best latency of the task so far / latency). It
-starts to count once a task has `min_samples` measurements and its weight grows with their number,
-so the pretrained ranking leads early and the run's own evidence later.
+features, tile sizes (tcl.tile_decisions)] to the measured normalised throughput (best latency of
+the task so far / latency). It starts to count once a task has `min_samples` measurements and its
+weight grows with their number, so the pretrained ranking leads early and the run's own evidence
+later.
 
 platform: the platform.json of the hardware being tuned (tcl.tvm.hardware.platform_descriptor); the
 model reads its hardware descriptor, so one model trained on several platforms serves each of them.
