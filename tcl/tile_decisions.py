@@ -15,6 +15,7 @@ from .features import SPEC
 
 TILE_ROWS = 8  # tile decisions kept per program, in trace order (conv and matmul sketches have 3-8)
 MULTIPLES = (4, 8, 16)  # vector lanes of float32 on SSE/NEON, AVX2 and AVX-512
+NUM_FEATURES = 2 * len(MULTIPLES) + 4 * TILE_ROWS  # columns of `alignment_features`
 _TILE_KIND = SPEC.kind_names.index("SamplePerfectTile")
 
 
@@ -41,7 +42,7 @@ def innermost_factors_of_trace(trace_json, rows: int = TILE_ROWS) -> list[int]:
 
 
 def alignment_features(inner: np.ndarray) -> np.ndarray:
-    """[N, 2*len(MULTIPLES) + 4*rows] from `innermost_factors`: per multiple m, the share of tile
+    """[N, NUM_FEATURES] from `innermost_factors`: per multiple m, the share of tile
     decisions whose innermost factor m divides and whether it divides the largest one (the
     vectorised loop, in conv and matmul sketches); per tile decision, log2 of its innermost factor
     and which multiples divide it."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from tcl.features import featurize, featurize_traces
-from tcl.tile_decisions import (MULTIPLES, TILE_ROWS, alignment_features, innermost_factors,
+from tcl.tile_decisions import (MULTIPLES, NUM_FEATURES, TILE_ROWS, alignment_features, innermost_factors,
                                 innermost_factors_of_trace)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ms"
@@ -44,7 +44,7 @@ def test_alignment_features_by_hand():
     inner[0, :3] = [16, 18, 4]  # the largest, 18, fills no whole AVX-512 vector
     inner[1, :2] = [8, 32]
     f = alignment_features(inner)
-    assert f.shape == (2, 2 * len(MULTIPLES) + 4 * TILE_ROWS)
+    assert f.shape == (2, 2 * len(MULTIPLES) + 4 * TILE_ROWS) == (2, NUM_FEATURES)
     # per multiple 4, 8, 16: (share of the decisions it divides, whether it divides the largest)
     np.testing.assert_allclose(f[0, :6], [2 / 3, 0, 1 / 3, 0, 1 / 3, 0])
     np.testing.assert_allclose(f[1, :6], [1, 1, 1, 1, 1 / 2, 1])

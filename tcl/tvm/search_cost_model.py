@@ -29,7 +29,7 @@ from ..atomic import write_json
 from ..features import SPEC, featurize_traces
 from ..hardware import hardware_vector
 from ..runtime import Scorer
-from ..tile_decisions import TILE_ROWS, alignment_features, innermost_factors
+from ..tile_decisions import NUM_FEATURES, alignment_features, innermost_factors
 
 
 def _pooled(seq, length) -> np.ndarray:
@@ -167,8 +167,7 @@ class CostModel(ms.cost_model.PyCostModel):
         with open(path) as f:
             state = json.load(f)
         self.tasks = {}
-        width = 1 + SPEC.row_dim + SPEC.workload_dim
-        width += alignment_features(np.zeros((1, TILE_ROWS))).shape[1] if self.tile_sizes else 0
+        width = 1 + SPEC.row_dim + SPEC.workload_dim + (NUM_FEATURES if self.tile_sizes else 0)
         for k, v in state["tasks"].items():
             if v["x"] and len(v["x"][0]) != width:
                 raise ValueError(f"{path}: saved by another version of tcl ({len(v['x'][0])} features per "
