@@ -9,9 +9,15 @@ of run A, and ranks B's programs of that task, without the exploration bonus. Pe
 fastest latency / the latency of the program ranked first) and Top-16 (the same for the fastest of
 the 16 ranked first: one batch), for the model's scores alone and corrected; the tables give the
 mean over the tasks both runs measured at least --min-programs programs of; --without-tile-sizes
-says what the tile sizes in the correction's inputs are worth. The runs must come from
-this host (read under its descriptor with the runs' cores, as they were tuned). Writes
-bench/results/correction_replay.json.
+says what the tile sizes in the correction's inputs are worth.
+
+--after N,...: how far to trust the correction early in a run. The correction is fitted on only the
+first N programs run A measured of a task (in the order measured) and blended with the model's scores
+at each weight of --weights and at the search's own, N / ramp (CostModel's `ramp`), ranking B's
+programs.
+
+The runs must come from this host (read under its descriptor with the runs' cores, as they were
+tuned). Writes bench/results/correction_replay.json.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from tcl.cli.options import HelpFormatter, positive  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 16  # programs per measured batch in tcl tune (tcl.tvm.network_tuning_config.TRIALS_PER_ITER)
+WEIGHTS = "0,0.25,0.5,0.75,1"
 
 
 def top_k(score: np.ndarray, cost: np.ndarray, k: int) -> float:
@@ -39,20 +46,49 @@ def top_k(score: np.ndarray, cost: np.ndarray, k: int) -> float:
     return float(cost.min() / cost[np.argsort(-score, kind="stable")[:k]].min())
 
 
-def replay(model, score, x, cost, run, task, a: int, b: int, min_programs: int) -> dict:
+def replay(model, score, x, cost, run, task, a: int, b: int, min_programs: int, first: int | None = None) -> dict:
     """{task: {"model": [top1, top16], "corrected": [top1, top16]}} for the correction fitted on run a's
-    programs and tried on run b's."""
+    programs (its first `first` of the task, if given; tasks with fewer are left out) and tried on run b's."""
     model.tasks.clear()
     out = {}
     for t in np.unique(task):
-        mine, theirs = (task == t) & (run == a), np.flatnonzero((task == t) & (run == b))
-        if mine.sum() < min_programs or len(theirs) < min_programs:
+        mine, theirs = np.flatnonzero((task == t) & (run == a)), np.flatnonzero((task == t) & (run == b))
+        if len(mine) < max(min_programs, first or 0) or len(theirs) < min_programs:
             continue
+        mine = mine[:first]
         model.observe(t, x[mine], cost[mine])
         corrected = model.ranking(t, score[theirs], x[theirs], explore=0.0)
         out[str(t)] = {name: [top_k(s, cost[theirs], 1), top_k(s, cost[theirs], BATCH)]
                        for name, s in (("model", score[theirs]), ("corrected", corrected))}
     return out
+
+
+def ramp_grid(model, score, x, cost, run, task, after: list[int], weights: list[float], min_programs: int) -> dict:
+    """{N: {"cases": (pair, task) cases, "weights": {w: [top1, top16]}}}: the correction fitted on the first
+    N programs of a task, blended at weight w (each of `weights` and the search's own, N / ramp), means
+    over every ordered pair of runs and its tasks."""
+    ramp, out = model.ramp, {}
+    try:
+        for n in after:
+            cells = {}
+            for w in sorted({*weights, min(1.0, n / ramp)}):
+                model.ramp = n / w if w else np.inf  # the search's weight is min(1, N / ramp)
+                cases = [v["corrected"] for a, b in permutations(range(run.max() + 1), 2)
+                         for v in replay(model, score, x, cost, run, task, a, b, min_programs, first=n).values()]
+                cells[str(w)] = [round(float(np.mean([c[i] for c in cases])), 3) if cases else None for i in range(2)]
+            out[str(n)] = {"cases": len(cases), "search_weight": min(1.0, n / ramp), "weights": cells}
+            print(f"after {n}: {len(cases)} cases  Top-1 / Top-{BATCH} by weight (the search's {min(1.0, n / ramp)}): "
+                  + ", ".join(f"{w}: {c[0]} / {c[1]}" for w, c in cells.items()), file=sys.stderr)
+    finally:
+        model.ramp = ramp
+    return out
+
+
+def _weights(text: str) -> list[float]:
+    weights = [float(w) for w in text.split(",")]
+    if not all(0 <= w <= 1 for w in weights):
+        raise argparse.ArgumentTypeError(f"weights are between 0 and 1, not {text}")
+    return weights
 
 
 def main(argv=None) -> int:
@@ -66,6 +102,11 @@ def main(argv=None) -> int:
     p.add_argument("--min-programs", type=positive, default=16,
                    help="programs each run of a pair must have measured of a task for it to count "
                         "(the correction starts at 16)")
+    p.add_argument("--after", type=lambda v: [positive(n) for n in v.split(",")], default=None, metavar="N,...",
+                   help="also fit the correction on only the first N programs of each task and blend it at "
+                        "each of --weights (how soon to trust it)")
+    p.add_argument("--weights", type=_weights, default=WEIGHTS,
+                   metavar="W,...", help="the correction's weights in the blend, for --after")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "correction_replay.json",
                    help="the summary JSON")
     args = p.parse_args(argv)
@@ -94,6 +135,9 @@ def main(argv=None) -> int:
         print(f"{labels[a]} -> {labels[b]}: {len(tasks)} tasks  Top-1 / Top-{BATCH}, model "
               f"{mean['model'][0]} / {mean['model'][1]}, corrected {mean['corrected'][0]} / {mean['corrected'][1]}",
               file=sys.stderr)
+    if args.after:
+        result["ramp"] = model.ramp
+        result["after"] = ramp_grid(model, score, x, fs.cost, run, task, args.after, args.weights, args.min_programs)
     write_json(args.out, result)
     return 0
 

@@ -2,14 +2,13 @@
 drawn from that summary, so a run on one platform keeps the panels of the others."""
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
+from bench_module import load_bench
+
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "bench" / "accuracy.py")
-accuracy = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(accuracy)
+accuracy = load_bench("accuracy")
 
 
 def _summary(top1: float) -> dict:

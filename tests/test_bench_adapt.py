@@ -1,18 +1,12 @@
 """bench/adapt.py: which dataset stands for a host, the measuring time of the picks, and the run-by-run
 comparison it reports."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))  # bench/adapt.py imports bench/transfer.py as its neighbour
-spec = importlib.util.spec_from_file_location("bench_adapt", ROOT / "bench" / "adapt.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_bench("adapt")
 
 
 def _platform(root, name, cores, bits, tasks):

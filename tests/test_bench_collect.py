@@ -1,13 +1,10 @@
 """bench/collect.py's bookkeeping: the runs kept in `speedups` across invocations with the same
 settings, and dropped when the settings change."""
 
-import importlib.util
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_collect", ROOT / "bench" / "collect.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+from bench_module import load_bench
+
+bench = load_bench("collect")
 
 SETTINGS = {"network": "resnet18", "tasks": 16, "programs_per_task": 32,
             "after_settings": {"workers": 2, "measure_cpus": [1]}}

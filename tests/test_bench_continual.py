@@ -1,16 +1,12 @@
 """bench/continual.py's summary over seed runs: means, standard errors, and each method against
 joint within the same seed."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_continual", ROOT / "bench" / "continual.py")
-continual = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(continual)
+continual = load_bench("continual")
 
 
 def _row(avg, forgetting=0.0):

@@ -1,19 +1,17 @@
 """bench/conv_layouts.py: a network's tasks are told apart by the layout of their convolutions, and
 each layout's tasks are scored apart, per split."""
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
 pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_conv_layouts", ROOT / "bench" / "conv_layouts.py")
-conv_layouts = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(conv_layouts)
+conv_layouts = load_bench("conv_layouts")
 
 
 @pytest.mark.tvm

@@ -1,20 +1,18 @@
 """bench/correction_replay.py: the in-loop correction fitted on one run's programs ranks another's."""
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_module import load_bench
 
 pytest.importorskip("tvm")
 pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_correction_replay", ROOT / "bench" / "correction_replay.py")
-correction_replay = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(correction_replay)
+correction_replay = load_bench("correction_replay")
 
 
 def test_top_k_is_the_share_of_the_best_latency_found():
@@ -57,3 +55,13 @@ def test_pairs_of_runs_replayed(tmp_path):
     # the model's own scores do not depend on the correction's inputs
     assert [p["top1_top16"]["model"] for p in without["pairs"].values()] == \
         [p["top1_top16"]["model"] for p in result["pairs"].values()]
+    # --after: fitted on the first N programs of each task and blended at each weight; weight 0 is the model
+    assert correction_replay.main([*map(str, runs), "--after", "16,32", "--weights", "0,1", "--out", str(out)]) == 0
+    after = json.loads(out.read_text())["after"]
+    assert set(after) == {"16", "32"}
+    for cell in after.values():
+        # both runs have 40 programs of each task; the search's weight is N / 128
+        assert cell["cases"] == 4 and set(cell["weights"]) == {"0.0", str(cell["search_weight"]), "1.0"}
+        assert cell["weights"]["0.0"] == result["pairs"]["run0 -> run1"]["top1_top16"]["model"]
+    with pytest.raises(SystemExit):
+        correction_replay.main([*map(str, runs), "--after", "16", "--weights", "0,1.5", "--out", str(out)])

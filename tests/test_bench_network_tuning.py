@@ -1,16 +1,14 @@
 """bench/network_tuning.py's bookkeeping: the three ratios from runs, and the database prefix that a
 smaller budget is compiled from."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_network_tuning", ROOT / "bench" / "network_tuning.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_bench("network_tuning")
 
 
 def _run(curve, e2e, eager=None):

@@ -1,20 +1,16 @@
 """bench/sampling.py's bookkeeping: stored runs are reused only with the same settings, and the
 100%-data runs (the same for every method) are summarised under every method."""
 
-import importlib.util
 import json
 from argparse import Namespace
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_module import load_bench
 
 from tcl.sampling.methods import method_names
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_sampling", ROOT / "bench" / "sampling.py")
-sampling = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sampling)
+sampling = load_bench("sampling")
 
 SETTINGS = {"rounds": 3, "epochs": 20, "min_steps": 200, "embedding": "model", "test_fraction": 0.2,
             "average_last": 0.0, "u_speed": 0.0, "rdu_weights": [1.0, 1.0, 1.0],

@@ -1,16 +1,12 @@
 """bench/search_size.py's bookkeeping: variant names, the estimate read off a run's curve, and a stored
 run reused only when its settings match."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_search_size", ROOT / "bench" / "search_size.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_bench("search_size")
 
 
 def test_a_variant_names_the_cost_model_search_and_batch():

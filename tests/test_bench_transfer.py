@@ -1,19 +1,17 @@
 """bench/transfer.py: physical hosts are told apart by platform.json, each is left out in turn, and
 every model is scored on every platform's held-out tasks."""
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
 from tcl.cli.options import named_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_transfer", ROOT / "bench" / "transfer.py")
-transfer = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(transfer)
+transfer = load_bench("transfer")
 
 
 def _dataset(root: Path, name: str, platform: dict) -> Path:

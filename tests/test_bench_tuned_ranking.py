@@ -1,20 +1,18 @@
 """bench/tuned_ranking.py: checkpoints scored on tuning runs' programs, under the tuned hardware's
 descriptor and under others, and only runs of this host."""
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
 pytest.importorskip("torch")
 pytest.importorskip("tvm")
 
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_tuned_ranking", ROOT / "bench" / "tuned_ranking.py")
-tuned_ranking = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tuned_ranking)
+tuned_ranking = load_bench("tuned_ranking")
 
 
 def _run(root: Path, name: str, target: str, platform: str) -> Path:

@@ -1,17 +1,13 @@
 """bench/tuning.py's bookkeeping: curves from a run's report, and reuse of stored runs (seeds
 accumulate across invocations only when the settings and the model are the same)."""
 
-import importlib.util
 import json
 from argparse import Namespace
-from pathlib import Path
 
 import numpy as np
+from bench_module import load_bench
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_tuning", ROOT / "bench" / "tuning.py")
-tuning = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tuning)
+tuning = load_bench("tuning")
 
 
 def _run(seed, best):
