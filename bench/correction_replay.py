@@ -104,7 +104,7 @@ def main(argv=None) -> int:
                         "(the correction starts at 16)")
     p.add_argument("--after", type=lambda v: [positive(n) for n in v.split(",")], default=None, metavar="N,...",
                    help="also fit the correction on only the first N programs of each task and blend it at "
-                        "each of --weights (how soon to trust it)")
+                        "each of --weights and at the search's own weight (how soon to trust it)")
     p.add_argument("--weights", type=_weights, default=WEIGHTS,
                    metavar="W,...", help="the correction's weights in the blend, for --after")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "correction_replay.json",
