@@ -70,14 +70,14 @@ def ramp_grid(model, score, x, cost, run, task, after: list[int], weights: list[
     ramp, out = model.ramp, {}
     try:
         for n in after:
-            cells = {}
-            for w in sorted({*weights, min(1.0, n / ramp)}):
+            cells, search_weight = {}, min(1.0, n / ramp)
+            for w in sorted({*weights, search_weight}):
                 model.ramp = n / w if w else np.inf  # the search's weight is min(1, N / ramp)
                 cases = [v["corrected"] for a, b in permutations(range(run.max() + 1), 2)
                          for v in replay(model, score, x, cost, run, task, a, b, min_programs, first=n).values()]
                 cells[str(w)] = [round(float(np.mean([c[i] for c in cases])), 3) if cases else None for i in range(2)]
-            out[str(n)] = {"cases": len(cases), "search_weight": min(1.0, n / ramp), "weights": cells}
-            print(f"after {n}: {len(cases)} cases  Top-1 / Top-{BATCH} by weight (the search's {min(1.0, n / ramp)}): "
+            out[str(n)] = {"cases": len(cases), "search_weight": search_weight, "weights": cells}
+            print(f"after {n}: {len(cases)} cases  Top-1 / Top-{BATCH} by weight (the search's {search_weight}): "
                   + ", ".join(f"{w}: {c[0]} / {c[1]}" for w, c in cells.items()), file=sys.stderr)
     finally:
         model.ramp = ramp
