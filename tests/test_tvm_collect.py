@@ -296,6 +296,54 @@ def test_refuses_another_host_or_target(local, tmp_path):
     assert len(_records_file(out).read_text().splitlines()) == 6  # nothing added
 
 
+def test_as_tuned_measures_as_tcl_tune_and_is_a_platform_of_its_own(local, tmp_path):
+    """--as-tuned: the tasks with their weights prepacked (layout-free constants, as tcl tune extracts
+    them) and every program timed from flushed caches in tcl tune's repeats. Such a dataset refuses
+    warm measurements and the other way round, and a re-measurement keeps its way of measuring."""
+    from tcl.tvm.collect import run_collect
+    from tcl.tvm.collect_options import add_collect_arguments
+    from tcl.tvm.network_tuning_config import FLUSHED_REPEATS
+
+    out = tmp_path / "as-tuned"
+    kw = dict(task_filter="matmul", max_tasks=1, batch_size=3, repeat=2, population=32, held_out=None,
+              progress_stream=io.StringIO())
+    result = collect("bert_tiny", out, 3, default_target(2), as_tuned=True, **kw)
+    assert result["measured"] == 3
+    plat = json.loads((out / "platform.json").read_text())
+    assert plat["measurement"] == {"prepack_weights": True, "cache_flush": True}
+    assert plat["name"].endswith("-2c-as-tuned")
+    (d,) = [p for p in out.iterdir() if p.is_dir()]
+    records = ms.database.JSONDatabase(work_dir=str(d)).get_all_tuning_records()
+    assert len(records) == 3
+    func = records[0].workload.mod["main"]
+    assert list(func.attrs["layout_free_buffers"])  # the weights are the program's to lay out
+    plain = nets.tasks_for("bert_tiny", default_target(2))
+    assert d.name.rsplit("-", 1)[1] not in {t.shash for t in plain}  # another task than the warm datasets'
+    for r in records:
+        secs = [float(s) for s in r.run_secs]
+        assert secs == [1e10] or len(secs) == FLUSHED_REPEATS
+
+    with pytest.raises(CollectError, match="measured as `tcl tune` measures.*not on warm caches"):
+        collect("bert_tiny", out, 6, default_target(2), **kw)
+    with pytest.raises(CollectError, match="measured on warm caches.*not as `tcl tune` measures"):
+        collect("sweep", local[0], 8, default_target(2), as_tuned=True, held_out=None, progress_stream=io.StringIO(),
+                **SMALL)
+    assert len(records) == len(ms.database.JSONDatabase(work_dir=str(d)).get_all_tuning_records())
+
+    again = remeasure(out, tmp_path / "again", default_target(2), batch_size=3, progress_stream=io.StringIO())
+    assert again["measured"] == 3
+    assert json.loads((tmp_path / "again" / "platform.json").read_text())["measurement"] == plat["measurement"]
+    secs = [len(r.run_secs) for r in ms.database.JSONDatabase(work_dir=str(tmp_path / "again" / d.name))
+            .get_all_tuning_records()]
+    assert set(secs) <= {1, FLUSHED_REPEATS}
+
+    import argparse
+    args = add_collect_arguments(argparse.ArgumentParser()).parse_args(
+        ["--programs-from", str(local[0]), "--as-tuned", "--out", str(tmp_path / "x")])
+    with pytest.raises(CollectError, match="--as-tuned: the programs of .* were measured on warm caches"):
+        run_collect(args)
+
+
 def test_host_identity_in_platform_json(local):
     from tcl.tvm.hardware import platform_name, same_host
 

@@ -37,6 +37,7 @@ from .collect_session import (
     check_settings,
     collection_rates,
     make_measurer,
+    measurement,
     open_dataset,
     setup_log,
     write_platform,
@@ -44,7 +45,7 @@ from .collect_session import (
 from .console import native_output_to
 from .hardware import platform_descriptor
 from .measure import Budget, Progress, RunGate, collect_task
-from .remeasure import remeasure  # noqa: F401 (part of this module's API)
+from .remeasure import remeasure, source_measurement  # noqa: F401 (remeasure: part of this module's API)
 from .targets import (  # noqa: F401
     CollectError,
     check_target,
@@ -69,7 +70,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
             seed: int = 0, max_tasks: int | None = None, task_filter: str | None = None, held_out=nets.HELD_OUT,
             platform_info: dict | None = None, builder_workers: int | None = None,
             population: int = POPULATION, workers: int = 1, measure_cpus: list[int] | None = None,
-            genetic_iters: int = GENETIC_ITERS, conv_layouts=nets.DATASET_CONV_LAYOUTS,
+            genetic_iters: int = GENETIC_ITERS, conv_layouts=nets.DATASET_CONV_LAYOUTS, as_tuned: bool = False,
             progress_stream=sys.stderr) -> dict:
     """Collect `programs_per_task` measured programs for every task of the networks (or "sweep").
 
@@ -81,7 +82,9 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
     search and build, and runs never overlap. measure_cpus: CPUs the programs run on (searching and
     building use the others); None: no pinning. population, genetic_iters: the evolutionary search's
     size (TVM's population_size and genetic_num_iters). conv_layouts: the data layouts of the networks'
-    2-D convolutions (each layout's convolutions are tasks of their own).
+    2-D convolutions (each layout's convolutions are tasks of their own). as_tuned: measure as `tcl tune`
+    does (collect_session.measurement): the tasks with their weights prepacked, each program timed from
+    flushed caches; such a dataset is a platform of its own.
     Returns a summary: tasks, programs measured now, failures, seconds per program, stop reason.
     """
     names = network_or_sweep.split(",") if isinstance(network_or_sweep, str) else list(network_or_sweep)
@@ -100,7 +103,7 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
         return _collect(names, out_dir, programs_per_task, target, tracker, key, max_minutes, random_fraction,
                         batch_size, repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info,
                         builder_workers, population, workers, measure_cpus, genetic_iters, tuple(conv_layouts),
-                        progress_stream)
+                        measurement(as_tuned), progress_stream)
     finally:
         LOG.removeHandler(handler)
         handler.close()
@@ -109,20 +112,21 @@ def collect(network_or_sweep: str | list[str], out_dir, programs_per_task: int, 
 
 def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random_fraction, batch_size,
              repeat, min_repeat_ms, seed, max_tasks, task_filter, held_out, platform_info, builder_workers, population,
-             workers, measure_cpus, genetic_iters, conv_layouts, progress_stream) -> dict:
+             workers, measure_cpus, genetic_iters, conv_layouts, measured, progress_stream) -> dict:
     start = time.time()
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
-    rpc_text = write_platform(out_dir, target, tracker, key, platform_info)
-    LOG.info("collect %s into %s: %d programs/task, target %s, rpc %s, convolutions in %s", names, out_dir, programs,
-             target, rpc_text, "/".join(conv_layouts))
+    rpc_text = write_platform(out_dir, target, tracker, key, platform_info, measured)
+    prepack = bool(measured and measured["prepack_weights"])
+    LOG.info("collect %s into %s: %d programs/task, target %s, rpc %s, convolutions in %s, measured %s", names,
+             out_dir, programs, target, rpc_text, "/".join(conv_layouts), measured or "on warm caches")
 
     # TVM's C++ warnings (task extraction, and the workers' searches, which inherit this stderr) go to
     # a file; the terminal keeps the progress line
     with native_output_to(Path(out_dir) / "tvm-stderr.txt") as terminal:
         per_network = []  # [(network, task), ...] per network
-        ho = (held_out_hashes(target, out_dir, held_out, conv_layouts), tuple(held_out)) if held_out else None
+        ho = (held_out_hashes(target, out_dir, held_out, conv_layouts, prepack), tuple(held_out)) if held_out else None
         for n in names:
-            tasks = nets.tasks_for(n, target, conv_layouts=conv_layouts)
+            tasks = nets.tasks_for(n, target, conv_layouts=conv_layouts, prepack_weights=prepack)
             LOG.info("%s: %d tasks", n, len(tasks))
             per_network.append([(n, t) for t in tasks if not task_filter or task_filter in t.name])
         # Round-robin over the networks: a collection cut short still covers every network.
@@ -143,7 +147,8 @@ def _collect(names, out_dir, programs, target, tracker, key, max_minutes, random
         job = dict(out_dir=str(out_dir), programs=programs, target=str(target), tracker=tracker, key=key,
                    repeat=repeat, min_repeat_ms=min_repeat_ms, builder_workers=builder_workers,
                    measure_cpus=measure_cpus, random_fraction=random_fraction, batch_size=batch_size, seed=seed,
-                   population=population, genetic_iters=genetic_iters, deadline=budget.deadline, held_out=ho)
+                   population=population, genetic_iters=genetic_iters, deadline=budget.deadline, held_out=ho,
+                   measured=measured)
         try:
             if workers <= 1 or len(todo) <= 1:
                 stats = _work_on(job, todo, progress)
@@ -165,7 +170,7 @@ def _work_on(job: dict, todo: list, progress, gate=None) -> dict:
     tracker = tuple(job["tracker"]) if job["tracker"] else None
     cpus = os.sched_getaffinity(0)  # make_measurer may move this process off the measurement CPUs
     measurer = make_measurer(target, tracker, job["key"], job["repeat"], job["min_repeat_ms"],
-                              job["builder_workers"], job["measure_cpus"], gate)
+                             job["builder_workers"], job["measure_cpus"], gate, job["measured"])
     budget = Budget(job["deadline"])
     try:
         for i, (n, t, d) in enumerate(todo):
@@ -299,8 +304,15 @@ def run_collect(args: argparse.Namespace) -> dict:
     custom = args.target or args.num_cores or args.mcpu
     target = parse_target(args.target, args.num_cores, args.mcpu) if custom else None
     info = args.platform_info
+    measured = measurement(args.as_tuned)
+    if args.programs_from:
+        measured = source_measurement(args.programs_from)
+        if args.as_tuned and not measured:
+            raise CollectError(f"--as-tuned: the programs of {args.programs_from} were measured on warm caches, "
+                               "for tasks without prepacked weights; re-measure them without --as-tuned")
     if args.out is None:
-        args.out = str(Path("datasets") / platform_descriptor(parse_target(target), host=info)["name"])
+        args.out = str(Path("datasets") / platform_descriptor(parse_target(target), host=info,
+                                                              measurement=measured)["name"])
     if args.programs_from:
         result = remeasure(args.programs_from, args.out, target, args.rpc, args.max_minutes, key=args.key,
                            batch_size=args.batch_size, repeat=args.repeat, min_repeat_ms=args.min_repeat_ms,
@@ -314,6 +326,7 @@ def run_collect(args: argparse.Namespace) -> dict:
                          task_filter=args.task_filter, platform_info=info, workers=args.workers,
                          population=args.population, genetic_iters=args.genetic_iters,
                          measure_cpus=_cpu_list(args.measure_cpus), conv_layouts=tuple(args.conv_layouts),
+                         as_tuned=args.as_tuned,
                          held_out=None if args.held_out == "none" else tuple(args.held_out.split(",")))
     print(json.dumps(result, indent=1))
     return result

@@ -53,6 +53,11 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser
                    help="data layouts of the networks' 2-D convolutions, comma separated, from "
                         f"{', '.join(CONV_LAYOUTS)}; each layout's convolutions are tasks of their own "
                         f"(default {','.join(DATASET_CONV_LAYOUTS)})")
+    p.add_argument("--as-tuned", action="store_true",
+                   help="measure the programs as `tcl tune` does: the networks' weights prepacked (programs may "
+                        "read them in a layout of their own) and each program timed from flushed caches, "
+                        "--repeat and --min-repeat-ms aside; a platform of its own, named ...-as-tuned "
+                        "(default: weights as the network has them, repeated calls on warm caches, as TVM times)")
     p.add_argument("--max-tasks", type=positive, default=None, help="work on at most this many tasks (default: all)")
     p.add_argument("--task-filter", default=None, help="only tasks whose name contains this (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the program sampling (default 0)")

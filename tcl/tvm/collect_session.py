@@ -1,5 +1,5 @@
 """Opening a dataset directory for measuring: settings checks, the lock, unpacking, the log file, the
-platform check (same host, same target) and the builder/runner pair, shared by collect and remeasure."""
+platform check (same host, same target, measured the same way) and the builder/runner pair, shared by collect and remeasure."""
 from __future__ import annotations
 
 import contextlib
@@ -15,12 +15,21 @@ from ..packing import DatasetBusy, dataset_lock, is_packed, pack_dataset
 from .builder import make_builder, make_runner
 from .hardware import platform_descriptor, platform_name, same_host
 from .measure import SHARED_BUILD_TIMEOUT_SEC, Measurer, pin_to_cpus
-from .network_tuning_config import CONV_LAYOUTS
+from .network_tuning_config import CACHE_FLUSH, CONV_LAYOUTS, FLUSHED_REPEATS, PREPACK_WEIGHTS
 from .targets import CollectError, check_tracker, parse_rpc
 
 LOG = logging.getLogger("tcl.collect")
 
 
+def measurement(as_tuned: bool) -> dict | None:
+    """How a dataset's programs are measured, for platform.json: None for TVM's default (weights in the
+    network's layout, repeated calls on warm caches); with `as_tuned`, as `tcl tune` measures them
+    (weights prepacked, each call from flushed caches), whose ranking is the one the search needs."""
+    return {"prepack_weights": PREPACK_WEIGHTS, "cache_flush": CACHE_FLUSH} if as_tuned else None
+
+
+def _measured_as(d: dict) -> str:
+    return "as `tcl tune` measures (--as-tuned)" if d.get("measurement") else "on warm caches (without --as-tuned)"
 
 
 def check_settings(**settings) -> None:
@@ -85,10 +94,11 @@ def setup_log(out_dir: Path) -> logging.Handler:
     return handler
 
 
-def write_platform(out_dir: Path, target, tracker, key, platform_info) -> str | None:
-    """platform.json for a new dataset; an existing one must be of the same physical host and target."""
+def write_platform(out_dir: Path, target, tracker, key, platform_info, measured: dict | None = None) -> str | None:
+    """platform.json for a new dataset; an existing one must be of the same physical host and target,
+    and measured the same way (`measured`: measurement())."""
     rpc_text = f"{tracker[0]}:{tracker[1]} key={key}" if tracker else None
-    desc = platform_descriptor(target, host=platform_info, rpc=rpc_text)
+    desc = platform_descriptor(target, host=platform_info, rpc=rpc_text, measurement=measured)
     pf = out_dir / "platform.json"
     if pf.exists():
         check_same_platform(json.loads(pf.read_text()), desc, out_dir)
@@ -101,7 +111,8 @@ def write_platform(out_dir: Path, target, tracker, key, platform_info) -> str | 
 
 
 def check_same_platform(old: dict, new: dict, out_dir) -> None:
-    """Refuse to add measurements of another host or another target to a dataset."""
+    """Refuse to add measurements of another host, another target or another way of measuring to a
+    dataset."""
     def who(d):
         return d.get("name") or platform_name(d)
 
@@ -113,6 +124,9 @@ def check_same_platform(old: dict, new: dict, out_dir) -> None:
         fields = ", ".join(f"{k} {old[k]!r} here vs {new[k]!r} now" for k in differ)
         raise CollectError(f"{out_dir} holds data measured on another host ({who(old)}: {fields}); this host "
                            f"is {who(new)}: collect into its own directory, e.g. datasets/{who(new)}")
+    if old.get("measurement") != new.get("measurement"):
+        raise CollectError(f"{out_dir} holds programs measured {_measured_as(old)}, not {_measured_as(new)}; "
+                           f"collect into its own directory, e.g. datasets/{who(new)}")
 
 
 def check_rpc(rpc: str | None, key: str | None) -> tuple[str, int] | None:
@@ -125,9 +139,12 @@ def check_rpc(rpc: str | None, key: str | None) -> tuple[str, int] | None:
 
 
 def make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers, measure_cpus=None,
-                   gate=None) -> Measurer:
+                  gate=None, measured: dict | None = None) -> Measurer:
     """A builder and a runner; with measure_cpus, this process and its builders move to the other CPUs,
-    the runner's worker to measure_cpus, and a second builder there builds between runs (locally)."""
+    the runner's worker to measure_cpus, and a second builder there builds between runs (locally).
+    measured: measurement(); timing from flushed caches takes `tcl tune`'s repeats (FLUSHED_REPEATS calls)
+    instead of `repeat` and `min_repeat_ms`."""
+    flush = bool(measured and measured["cache_flush"])
     initializer, measure_builder = None, None
     if measure_cpus:
         check_measure_cpus(measure_cpus)
@@ -140,8 +157,9 @@ def make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers, 
                                            initializer=initializer)
             with gate.run() if gate is not None else contextlib.nullcontext():  # never beside a run
                 measure_builder.warm_up()
-    runner = make_runner(repeat=repeat, min_repeat_ms=min_repeat_ms, tracker_host=tracker[0] if tracker else None,
-                         tracker_port=tracker[1] if tracker else None, tracker_key=key, initializer=initializer)
+    runner = make_runner(repeat=FLUSHED_REPEATS if flush else repeat, min_repeat_ms=min_repeat_ms, cache_flush=flush,
+                         tracker_host=tracker[0] if tracker else None, tracker_port=tracker[1] if tracker else None,
+                         tracker_key=key, initializer=initializer)
     return Measurer(target, make_builder(max_workers=builder_workers), runner, gate=gate,
                     measure_builder=measure_builder)
 

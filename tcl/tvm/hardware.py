@@ -159,13 +159,16 @@ def _product_line(host: dict) -> str | None:
 
 
 def platform_name(desc: dict) -> str:
-    """A stable name for a platform.json: microarchitecture, product line, cores used, and the LLVM
-    CPU when it is not the host's own (e.g. 'zen1-epyc-2c', 'intel-f6m167-xeon-1c', 'zen4-epyc-1c-haswell')."""
+    """A stable name for a platform.json: microarchitecture, product line, cores used, the LLVM CPU
+    when it is not the host's own, and 'as-tuned' for programs measured as `tcl tune` measures them
+    (e.g. 'zen1-epyc-2c', 'intel-f6m167-xeon-1c', 'zen4-epyc-1c-haswell', 'intel-f6m167-xeon-2c-as-tuned')."""
     parts = [_microarchitecture(desc), _product_line(desc)]
     cores = desc.get("cores") or desc.get("host_cores")
     parts.append(f"{cores}c" if cores else None)
     if desc.get("mcpu") and desc.get("host_mcpu") and desc["mcpu"] != desc["host_mcpu"]:
         parts.append(desc["mcpu"])
+    if desc.get("measurement"):
+        parts.append("as-tuned")
     return "-".join(p for p in parts if p)
 
 
@@ -174,9 +177,11 @@ def same_host(a: dict, b: dict) -> list[str]:
     return [k for k in HOST_IDENTITY if a.get(k) is not None and b.get(k) is not None and a[k] != b[k]]
 
 
-def platform_descriptor(target, host: dict | None = None, rpc: str | None = None) -> dict:
+def platform_descriptor(target, host: dict | None = None, rpc: str | None = None,
+                        measurement: dict | None = None) -> dict:
     """platform.json: host hardware (detected here unless given) + target fields + date, TVM version,
-    and `name`, the platform's stable name (platform_name)."""
+    `measurement` when the programs are not measured as TVM does by default (tcl.tvm.collect_session
+    .measurement), and `name`, the platform's stable name (platform_name)."""
     import tvm
     from tvm.target import codegen
 
@@ -186,6 +191,8 @@ def platform_descriptor(target, host: dict | None = None, rpc: str | None = None
         desc["host_mcpu"] = str(codegen.llvm_get_system_cpu())
     desc.update(target_fields(target))
     desc.update(rpc=rpc, tvm_version=tvm.__version__, date=datetime.date.today().isoformat())
+    if measurement:
+        desc["measurement"] = measurement
     desc["name"] = platform_name(desc)
     return desc
 

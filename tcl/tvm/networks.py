@@ -109,12 +109,14 @@ def extract_tasks(mod: tvm.IRModule, target, prepack_weights: bool = False) -> l
     return list(ms.relax_integration.extract_tasks(fused_module(mod, target, prepack_weights), target))
 
 
-def network_tasks(name: str, target, batch: int = 1, conv_layout: str = DATASET_CONV_LAYOUTS[0]) -> list[Task]:
+def network_tasks(name: str, target, batch: int = 1, conv_layout: str = DATASET_CONV_LAYOUTS[0],
+                  prepack_weights: bool = False) -> list[Task]:
     """A built-in network's tuning tasks, its 2-D convolutions in `conv_layout` (by default as PyTorch
-    gives them; `tcl tune` tunes the network in tcl.tvm.network_tuning_config.CONV_LAYOUT)."""
+    gives them; `tcl tune` tunes the network in tcl.tvm.network_tuning_config.CONV_LAYOUT), with the
+    weights prepacked (fused_module) or not."""
     from .network_import import from_builtin
 
-    tasks = extract_tasks(from_builtin(name, batch, conv_layout).mod, target)
+    tasks = extract_tasks(from_builtin(name, batch, conv_layout).mod, target, prepack_weights)
     return [Task(t.task_name, t.dispatched[0], int(t.weight), _flops(t.dispatched[0]), [name]) for t in tasks]
 
 
@@ -129,13 +131,15 @@ def sweep_tasks() -> list[Task]:
     return tasks
 
 
-def tasks_for(name: str, target, batch: int = 1, conv_layouts=DATASET_CONV_LAYOUTS) -> list[Task]:
+def tasks_for(name: str, target, batch: int = 1, conv_layouts=DATASET_CONV_LAYOUTS,
+              prepack_weights: bool = False) -> list[Task]:
     """Tasks of a network with its convolutions in each of `conv_layouts` (a task the layout does not
-    change, such as a matmul, once), or of the operator sweep when name == "sweep"."""
+    change, such as a matmul, once), or of the operator sweep when name == "sweep" (whose operators
+    have no constant weights to prepack)."""
     if name == SWEEP:
         return sweep_tasks()
     tasks: dict[str, Task] = {}
     for layout in conv_layouts:
-        for t in network_tasks(name, target, batch, layout):
+        for t in network_tasks(name, target, batch, layout, prepack_weights):
             tasks.setdefault(t.shash, t)
     return list(tasks.values())

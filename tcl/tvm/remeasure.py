@@ -17,6 +17,13 @@ from .targets import CollectError
 from .task_dirs import count_lines
 
 
+def source_measurement(src_dir) -> dict | None:
+    """How a dataset's programs were measured (its platform.json's `measurement`; None: on warm caches).
+    Its tasks were extracted for that way of measuring, so a re-measurement keeps it."""
+    pf = Path(src_dir) / "platform.json"
+    return json.loads(pf.read_text()).get("measurement") if pf.exists() else None
+
+
 def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes: float | None = None, *,
               key: str | None = None, batch_size: int = 16, repeat: int = 3, min_repeat_ms: int = 100,
               platform_info: dict | None = None,
@@ -24,11 +31,13 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
     """Measure the programs of the dataset `src_dir` again on another target/device into `out_dir`.
 
     Same task directories, same traces in the same order (the programs are the same loop nests; only
-    the code generation target and the machine change). Resumable like `collect`.
+    the code generation target and the machine change), measured the way the source's were
+    (source_measurement). Resumable like `collect`.
     """
     src_dir, out_dir = Path(src_dir), Path(out_dir)
     if not src_dir.is_dir():
         raise CollectError(f"{src_dir}: not a dataset directory")
+    measured = source_measurement(src_dir)
     session.check_settings(batch_size=batch_size, repeat=repeat, min_repeat_ms=min_repeat_ms, max_minutes=max_minutes)
     lock, target, tracker = session.open_dataset(out_dir, target, rpc, key)
     handler = session.setup_log(out_dir)
@@ -36,7 +45,7 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
     budget = Budget(start + 60 * max_minutes if max_minutes else None)
     measurer = None
     try:
-        session.write_platform(out_dir, target, tracker, key, platform_info)
+        session.write_platform(out_dir, target, tracker, key, platform_info, measured)
         plan = []
         for s in sorted(p.parent for p in src_dir.glob("*/database_tuning_record.json*")):
             if (s / "database_tuning_record.json").exists():
@@ -52,7 +61,8 @@ def remeasure(src_dir, out_dir, target=None, rpc: str | None = None, max_minutes
             have = count_lines(d / "database_tuning_record.json")
             if src and have < len(src):
                 plan.append((d, src, have))
-        measurer = session.make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers)
+        measurer = session.make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers,
+                                         measured=measured)
         progress = Progress(sum(len(src) - have for _, src, have in plan), progress_stream)
         for d, src, have in plan:
             db = ms.database.JSONDatabase(work_dir=str(d))

@@ -17,17 +17,20 @@ def task_dir(out_dir: Path, task: nets.Task) -> Path:
 
 
 def held_out_hashes(target: Target, out_dir: Path | None = None, held_out=nets.HELD_OUT,
-                    conv_layouts=nets.DATASET_CONV_LAYOUTS) -> set[str]:
-    """Structural hashes of every task of the held-out networks in each of `conv_layouts` (cached in
-    out_dir)."""
+                    conv_layouts=nets.DATASET_CONV_LAYOUTS, prepack_weights: bool = False) -> set[str]:
+    """Structural hashes of every task of the held-out networks in each of `conv_layouts`, weights
+    prepacked or not (cached in out_dir)."""
     cache = out_dir / ".held_out_tasks.json" if out_dir is not None else None
     if cache is not None and cache.exists():
         data = json.loads(cache.read_text())
-        if sorted(data["hashes"]) == sorted(held_out) and data.get("conv_layouts") == list(conv_layouts):
+        if (sorted(data["hashes"]) == sorted(held_out) and data.get("conv_layouts") == list(conv_layouts)
+                and data.get("prepack_weights", False) == prepack_weights):
             return {h for hs in data["hashes"].values() for h in hs}
-    hashes = {n: sorted(t.shash for t in nets.tasks_for(n, target, conv_layouts=conv_layouts)) for n in held_out}
+    hashes = {n: sorted(t.shash for t in nets.tasks_for(n, target, conv_layouts=conv_layouts,
+                                                          prepack_weights=prepack_weights)) for n in held_out}
     if cache is not None:
-        write_json(cache, {"target": str(target), "conv_layouts": list(conv_layouts), "hashes": hashes})
+        write_json(cache, {"target": str(target), "conv_layouts": list(conv_layouts),
+                           "prepack_weights": prepack_weights, "hashes": hashes})
     return {h for hs in hashes.values() for h in hs}
 
 
