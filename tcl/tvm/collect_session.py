@@ -1,5 +1,6 @@
 """Opening a dataset directory for measuring: settings checks, the lock, unpacking, the log file, the
-platform check (same host, same target, measured the same way) and the builder/runner pair, shared by collect and remeasure."""
+platform check (same host, same target, measured the same way) and the builder/runner pair, shared by
+collect and remeasure."""
 from __future__ import annotations
 
 import contextlib
