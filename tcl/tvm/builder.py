@@ -13,6 +13,8 @@ from tvm.s_tir.meta_schedule.builder import local_builder
 from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 from tvm.target import Target, codegen
 
+from .network_tuning_config import FLUSHED_REPEATS
+
 
 BUILD_TIMEOUT_SEC = 60.0  # a build that takes longer is stored as a failed program
 TIMED_OUT = "build timed out"  # how a PersistentBuilder's result says so
@@ -150,7 +152,7 @@ def alloc_arguments(device, args_info, alloc_repeat: int) -> list:
 
 
 def make_runner(
-    repeat: int = 1,
+    repeat: int | None = None,
     number: int = 3,
     min_repeat_ms: int = 100,
     timeout_sec: float = 60.0,
@@ -166,9 +168,12 @@ def make_runner(
     `initializer` runs in the LocalRunner's worker process (e.g. to pin it to CPUs). cache_flush:
     every call starts with the program's inputs and weights flushed from the CPU caches, as inside a
     whole network where the other layers evict them; each timed repeat is then one call
-    (number and min_repeat_ms do not apply)."""
+    (number and min_repeat_ms do not apply). repeat: timed repeats (default 1, or FLUSHED_REPEATS
+    calls from flushed caches)."""
     if cache_flush:
         number, min_repeat_ms = 1, 0  # a longer repeat would time warm calls after the first
+    if repeat is None:
+        repeat = FLUSHED_REPEATS if cache_flush else 1
     config = ms.runner.EvaluatorConfig(
         number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, enable_cpu_cache_flush=cache_flush
     )

@@ -16,7 +16,7 @@ from ..packing import DatasetBusy, dataset_lock, is_packed, pack_dataset
 from .builder import make_builder, make_runner
 from .hardware import platform_descriptor, platform_name, same_host
 from .measure import SHARED_BUILD_TIMEOUT_SEC, Measurer, pin_to_cpus
-from .network_tuning_config import CACHE_FLUSH, CONV_LAYOUTS, FLUSHED_REPEATS, PREPACK_WEIGHTS
+from .network_tuning_config import CACHE_FLUSH, CONV_LAYOUTS, PREPACK_WEIGHTS
 from .targets import CollectError, check_tracker, parse_rpc
 
 LOG = logging.getLogger("tcl.collect")
@@ -143,7 +143,7 @@ def make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers, 
                   gate=None, measured: dict | None = None) -> Measurer:
     """A builder and a runner; with measure_cpus, this process and its builders move to the other CPUs,
     the runner's worker to measure_cpus, and a second builder there builds between runs (locally).
-    measured: measurement(); timing from flushed caches takes `tcl tune`'s repeats (FLUSHED_REPEATS calls)
+    measured: measurement(); timing from flushed caches takes make_runner's repeats for it
     instead of `repeat` and `min_repeat_ms`."""
     flush = bool(measured and measured["cache_flush"])
     initializer, measure_builder = None, None
@@ -158,7 +158,7 @@ def make_measurer(target, tracker, key, repeat, min_repeat_ms, builder_workers, 
                                            initializer=initializer)
             with gate.run() if gate is not None else contextlib.nullcontext():  # never beside a run
                 measure_builder.warm_up()
-    runner = make_runner(repeat=FLUSHED_REPEATS if flush else repeat, min_repeat_ms=min_repeat_ms, cache_flush=flush,
+    runner = make_runner(repeat=None if flush else repeat, min_repeat_ms=min_repeat_ms, cache_flush=flush,
                          tracker_host=tracker[0] if tracker else None, tracker_port=tracker[1] if tracker else None,
                          tracker_key=key, initializer=initializer)
     return Measurer(target, make_builder(max_workers=builder_workers), runner, gate=gate,

@@ -26,7 +26,7 @@ from ..atomic import atomic_path, save_figure, write_json
 from .builder import default_target, import_cpu_tensor_intrin, make_builder, make_runner
 from .console import native_output_to, quiet_tvm_console, quiet_warnings
 from .network_import import Network
-from .network_tuning_config import (BUILD_TIMEOUT_SEC, CACHE_FLUSH, FLUSHED_REPEATS, PREPACK_WEIGHTS,
+from .network_tuning_config import (BUILD_TIMEOUT_SEC, CACHE_FLUSH, PREPACK_WEIGHTS,
                                     TRIALS_PER_ITER, default_search)
 from .networks import extract_tasks, fused_module
 from .task_scheduler import DeadlineScheduler, TuningProgress
@@ -228,7 +228,7 @@ def tune_network(network: Network, out_dir, minutes: float | None = None, trials
     builder = make_builder(max_workers=threads, timeout_sec=build_timeout_sec)
     runner = TimedRunner(make_runner(tracker_host=tracker[0] if tracker else None,
                                      tracker_port=tracker[1] if tracker else None, tracker_key=key,
-                                     **({"cache_flush": True, "repeat": FLUSHED_REPEATS} if cache_flush else {})))
+                                     cache_flush=cache_flush))
     try:
         with quiet_warnings(), native_output_to(out_dir / "logs" / "stderr.log") as real_stderr:
             start = time.perf_counter()
